@@ -1,0 +1,46 @@
+# Thin wrapper over CMake. `make demo` and `make test` install what is missing first
+# (scripts/deps.sh), so both work on a fresh Debian 12 machine as root.
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+ifeq ($(CI),true)
+  CMAKE_FLAGS += -DATTN_WERROR=ON
+endif
+ATTN := $(BUILD_DIR)/bin/attn
+
+.PHONY: all deps build demo test test-sanitize clean
+
+all: build
+
+deps:
+	@bash scripts/deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# The main job on the embedded default vectors: contextual embeddings for one sentence, the
+# seeds' walkthrough, and "bank" moving toward its context in two sentences.
+demo: build
+	@echo '$$ attn embed "the bank approved the loan"'
+	@$(ATTN) embed "the bank approved the loan"
+	@echo
+	@echo '$$ attn explain "money bank grows"'
+	@$(ATTN) explain "money bank grows"
+	@echo
+	@echo '$$ attn neighbors --word bank "he sat on the bank of the river and watched the water"'
+	@$(ATTN) neighbors --word bank "he sat on the bank of the river and watched the water"
+	@echo
+	@echo '$$ attn neighbors --word bank "she paid the money into her account at the bank"'
+	@$(ATTN) neighbors --word bank "she paid the money into her account at the bank"
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+test-sanitize: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD_DIR) build-asan build-debug

@@ -1,0 +1,22 @@
+// attn — self-attention in plain C++: word vectors in, contextual embeddings out.
+//
+//   #include <attn/attn.hpp>
+//   attn::vectors glove = attn::vectors::load_default();
+//   attn::embedding e = attn::embed("he sat by the river bank", glove);
+//   // e.tokens: the words; e.steps.weights: who attends to whom [N, N];
+//   // e.steps.context: the contextual embeddings [N, 100].
+#pragma once
+
+#include "attn/embed.hpp"
+#include "attn/error.hpp"
+#include "attn/linear.hpp"
+#include "attn/mask.hpp"
+#include "attn/multihead_attention.hpp"
+#include "attn/npy.hpp"
+#include "attn/safetensors.hpp"
+#include "attn/scale.hpp"
+#include "attn/sdpa.hpp"
+#include "attn/self_attention.hpp"
+#include "attn/tensor.hpp"
+#include "attn/tokenizer.hpp"
+#include "attn/vectors.hpp"

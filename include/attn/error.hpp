@@ -1,0 +1,34 @@
+// attn::error — the one error type of the library: what went wrong, in which file, where.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace attn {
+
+// Usage errors are the caller's mistake in how attn was called (a bad flag, shapes that do not
+// fit each other); input errors are about the data a file holds. The CLI maps usage → exit 1,
+// input → exit 2.
+enum class error_kind { usage, input };
+
+class error : public std::runtime_error {
+ public:
+  // file: the path the problem is in ("" when there is none); what: the problem;
+  // where: a byte offset, line, record or tensor name ("" when it is the whole thing).
+  error(error_kind kind, std::string file, std::string what, std::string where = "");
+
+  error_kind kind() const noexcept { return kind_; }
+  const std::string& file() const noexcept { return file_; }
+  const std::string& problem() const noexcept { return problem_; }
+  const std::string& where() const noexcept { return where_; }
+
+ private:
+  error_kind kind_;
+  std::string file_, problem_, where_;
+};
+
+// Shorthands used across the library.
+[[noreturn]] void throw_usage(std::string what, std::string where = "");
+[[noreturn]] void throw_input(std::string file, std::string what, std::string where = "");
+
+}  // namespace attn

@@ -1,0 +1,51 @@
+// Multi-head attention with the semantics and parameter names of PyTorch's
+// nn.MultiheadAttention(batch_first=True):
+//   query [B, L, E], key [B, S, kdim], value [B, S, vdim] → output [B, L, E],
+//   weights (per head) [B, H, L, S].
+// Q = query·W_qᵀ + b_q, K = key·W_kᵀ + b_k, V = value·W_vᵀ + b_v, split into H heads of E/H,
+// sdpa per head with scale 1/√(E/H), heads concatenated, then out_proj.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "attn/tensor.hpp"
+
+namespace attn {
+
+struct mha_options {
+  // [B, S]: additive float (0 / -inf); bool masks (True = ignore) go through
+  // additive_mask_from_bool(flags, /*keep_when=*/false) first.
+  const tensor* key_padding_mask = nullptr;
+  // [L, S] or [B·H, L, S]: additive float, as above.
+  const tensor* attn_mask = nullptr;
+  bool causal = false;  // adds the top-left causal mask
+};
+
+class multihead_attention {
+ public:
+  // Builds from a PyTorch state dict: in_proj_weight [3E, E] (rows q; k; v) and in_proj_bias
+  // [3E], or q_proj_weight [E, E], k_proj_weight [E, kdim], v_proj_weight [E, vdim];
+  // out_proj.weight [E, E], out_proj.bias [E]. Biases are optional (bias=False), but all or none.
+  // `source` names the file in error messages.
+  static multihead_attention from_state_dict(const std::map<std::string, tensor>& state,
+                                             int64_t num_heads, const std::string& source = "");
+
+  int64_t embed_dim() const { return embed_dim_; }
+  int64_t kdim() const { return kdim_; }
+  int64_t vdim() const { return vdim_; }
+  int64_t num_heads() const { return num_heads_; }
+  int64_t head_dim() const { return embed_dim_ / num_heads_; }
+  bool has_bias() const { return !q_bias_.empty(); }
+
+  // weights_out, when given, receives the per-head attention weights [B, H, L, S].
+  tensor forward(const tensor& query, const tensor& key, const tensor& value,
+                 const mha_options& options = {}, tensor* weights_out = nullptr) const;
+
+ private:
+  int64_t embed_dim_ = 0, kdim_ = 0, vdim_ = 0, num_heads_ = 0;
+  tensor q_weight_, k_weight_, v_weight_, out_weight_;
+  tensor q_bias_, k_bias_, v_bias_, out_bias_;  // empty without bias
+};
+
+}  // namespace attn

@@ -1,0 +1,37 @@
+// Scaled dot-product attention: O = softmax(Q·Kᵀ·scale + mask) · V, per batch and head.
+//   q [B, H, L, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv] → o [B, H, L, Dv]
+// Grouped-query attention: Hkv divides H, query head h reads key/value head h / (H / Hkv)
+// (PyTorch's enable_gqa=True, which repeats each K/V head H/Hkv times).
+#pragma once
+
+#include <optional>
+
+#include "attn/scale.hpp"
+#include "attn/tensor.hpp"
+
+namespace attn {
+
+struct sdpa_options {
+  bool causal = false;           // top-left aligned, like PyTorch's is_causal
+  scale_spec scale = {};         // default 1/√D
+  // Additive float mask, broadcastable (NumPy rules, rank ≤ 4) to [B, H, L, S]:
+  // [L, S], [B, 1, L, S], [B, H, L, S], … Use additive_mask_from_bool for bool masks.
+  const tensor* attn_mask = nullptr;
+};
+
+// A row whose every key is masked (all scores -inf) gives exactly 0 in the output and in the
+// weights, rather than NaN: there is nothing to attend to, so it contributes nothing.
+// weights_out, when given, receives the softmax weights [B, H, L, S].
+tensor sdpa(const tensor& q, const tensor& k, const tensor& v, const sdpa_options& options = {},
+            tensor* weights_out = nullptr);
+
+namespace ref {
+// The specification: plain loops, double accumulation. Same contract as attn::sdpa.
+tensor sdpa(const tensor& q, const tensor& k, const tensor& v, const sdpa_options& options = {},
+            tensor* weights_out = nullptr);
+}  // namespace ref
+
+// Checks the shapes of an sdpa call and throws a usage error naming the tensor at fault.
+void check_sdpa_shapes(const tensor& q, const tensor& k, const tensor& v, const tensor* mask);
+
+}  // namespace attn
