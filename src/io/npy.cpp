@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <bit>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "attn/error.hpp"
+#include "io/read_file.hpp"
 
 namespace attn {
 
@@ -200,20 +200,6 @@ uint32_t load_u32_le(const unsigned char* p) {
          static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
 }
 
-std::string read_whole_file(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw_input(path, std::string("cannot open: ") + std::strerror(errno));
-  std::string bytes;
-  char buffer[1 << 16];
-  for (;;) {
-    const size_t n = std::fread(buffer, 1, sizeof buffer, f.get());
-    bytes.append(buffer, n);
-    if (n < sizeof buffer) break;
-  }
-  if (std::ferror(f.get())) throw_input(path, std::string("cannot read: ") + std::strerror(errno));
-  return bytes;
-}
-
 }  // namespace
 
 npy_array parse_npy(const std::string& bytes, const std::string& source) {
@@ -277,7 +263,7 @@ npy_array parse_npy(const std::string& bytes, const std::string& source) {
   return {h.dtype, tensor(h.shape, std::move(values))};
 }
 
-npy_array read_npy(const std::string& path) { return parse_npy(read_whole_file(path), path); }
+npy_array read_npy(const std::string& path) { return parse_npy(read_file(path), path); }
 
 std::string encode_npy(const tensor& t, npy_dtype dtype) {
   if (t.empty()) throw_usage("cannot write an empty (unset) tensor as .npy");

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "attn/error.hpp"
+#include "io/read_file.hpp"
 #include "core/half.hpp"
 
 namespace attn {
@@ -221,20 +221,6 @@ tensor decode(const entry& e, const unsigned char* data) {
   return tensor(e.shape, std::move(values));
 }
 
-std::string read_whole_file(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw_input(path, std::string("cannot open: ") + std::strerror(errno));
-  std::string bytes;
-  char buffer[1 << 16];
-  for (;;) {
-    const size_t n = std::fread(buffer, 1, sizeof buffer, f.get());
-    bytes.append(buffer, n);
-    if (n < sizeof buffer) break;
-  }
-  if (std::ferror(f.get())) throw_input(path, std::string("cannot read: ") + std::strerror(errno));
-  return bytes;
-}
-
 }  // namespace
 
 safetensors_file parse_safetensors(const std::string& bytes, const std::string& source) {
@@ -337,7 +323,7 @@ safetensors_file parse_safetensors(const std::string& bytes, const std::string& 
 }
 
 safetensors_file read_safetensors(const std::string& path) {
-  return parse_safetensors(read_whole_file(path), path);
+  return parse_safetensors(read_file(path), path);
 }
 
 std::string encode_safetensors(const safetensors_file& file, safetensors_dtype dtype) {
