@@ -1,0 +1,77 @@
+// The GloVe 6B–style tokenizer: lowercasing, punctuation, clitics, hyphens, numbers.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "attn/tokenizer.hpp"
+
+namespace {
+
+using tokens = std::vector<std::string>;
+
+TEST(tokenizer, splits_clitics_and_final_period) {
+  EXPECT_EQ(attn::tokenize("The animal didn't cross the street because it was too tired."),
+            (tokens{"the", "animal", "did", "n't", "cross", "the", "street", "because", "it", "was",
+                    "too", "tired", "."}));
+}
+
+TEST(tokenizer, keeps_hyphenated_words_and_numbers_whole) {
+  EXPECT_EQ(attn::tokenize("It's a well-known fact: 3.14, 1,000 (roughly)!"),
+            (tokens{"it", "'s", "a", "well-known", "fact", ":", "3.14", ",", "1,000", "(",
+                    "roughly", ")", "!"}));
+}
+
+TEST(tokenizer, penn_treebank_clitics) {
+  EXPECT_EQ(attn::tokenize("can't won't DON'T I'm you're we've they'll she'd John's"),
+            (tokens{"ca", "n't", "wo", "n't", "do", "n't", "i", "'m", "you", "'re", "we", "'ve",
+                    "they", "'ll", "she", "'d", "john", "'s"}));
+}
+
+TEST(tokenizer, other_apostrophes) {
+  EXPECT_EQ(attn::tokenize("o'neill rock'n'roll y'all the students' 'quoted' '70s 'sup"),
+            (tokens{"o'neill", "rock'n'roll", "y'all", "the", "students", "'", "'", "quoted", "'",
+                    "'", "70s", "'", "sup"}));
+}
+
+TEST(tokenizer, curly_quotes_act_like_ascii_ones) {
+  EXPECT_EQ(attn::tokenize("\u201CIt\u2019s mine,\u201D she said \u2018softly\u2019"),
+            (tokens{"\"", "it", "'s", "mine", ",", "\"", "she", "said", "'", "softly", "'"}));
+}
+
+TEST(tokenizer, hyphens_that_do_not_join_words) {
+  EXPECT_EQ(attn::tokenize("-start end- well--known - -- -5"),
+            (tokens{"-", "start", "end", "-", "well", "--", "known", "-", "--", "-", "5"}));
+}
+
+TEST(tokenizer, dots) {
+  EXPECT_EQ(attn::tokenize("Wait... what? U.S. e.g., pi is 3.14. a. .5 x.y"),
+            (tokens{"wait", "...", "what", "?", "u.s.", "e.g.", ",", "pi", "is", "3.14", ".", "a",
+                    ".", ".5", "x", ".", "y"}));
+}
+
+TEST(tokenizer, symbols_are_separate_tokens) {
+  EXPECT_EQ(attn::tokenize("$5 5% a/b a\\b x@y #1 a+b=c <x> a|b ~a ^ a_b *a& [x]{y}`z`;"),
+            (tokens{"$", "5", "5", "%", "a", "/", "b", "a", "\\", "b", "x", "@", "y", "#", "1",
+                    "a", "+", "b", "=", "c", "<", "x", ">", "a", "|", "b", "~", "a", "^", "a", "_",
+                    "b", "*", "a", "&", "[", "x", "]", "{", "y", "}", "`", "z", "`", ";"}));
+}
+
+TEST(tokenizer, non_ascii_kept_and_its_punctuation_split) {
+  EXPECT_EQ(attn::tokenize("Caf\u00E9 \u00C9COLE wait\u2026what \u00A310 \u00ABoui\u00BB a\u2014b"),
+            (tokens{"caf\u00E9", "\u00C9cole", "wait", "\u2026", "what", "\u00A3", "10",
+                    "\u00AB", "oui", "\u00BB", "a", "\u2014", "b"}));
+}
+
+TEST(tokenizer, whitespace_of_every_kind_separates) {
+  EXPECT_EQ(attn::tokenize("  a\tb\nc\r\nd\u00A0e  "), (tokens{"a", "b", "c", "d", "e"}));
+  EXPECT_TRUE(attn::tokenize("").empty());
+  EXPECT_TRUE(attn::tokenize(" \t\n ").empty());
+}
+
+TEST(tokenizer, numbers) {
+  EXPECT_EQ(attn::tokenize("1,000,000 2.5x 1990s 3,4 7,"),
+            (tokens{"1,000,000", "2.5x", "1990s", "3,4", "7", ","}));
+}
+
+}  // namespace
