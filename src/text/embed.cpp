@@ -1,0 +1,45 @@
+// text → tokens → static vectors E → basic self-attention → contextual embeddings C.
+#include "attn/embed.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "attn/error.hpp"
+#include "attn/tokenizer.hpp"
+
+namespace attn {
+
+embedding embed(std::string_view text, const vectors& vocab, const embed_options& options) {
+  embedding out;
+  std::vector<int64_t> rows;
+  for (std::string& token : tokenize(text)) {
+    if (auto index = vocab.find(token)) {
+      rows.push_back(*index);
+      out.tokens.push_back(std::move(token));
+    } else {
+      out.unknown.push_back(std::move(token));
+    }
+  }
+  if (options.strict && !out.unknown.empty())
+    throw_usage(fmt::format("unknown token '{}' (not in the vectors of {}); drop --strict to "
+                            "leave unknown tokens out",
+                            out.unknown.front(), vocab.source()));
+  if (rows.empty())
+    throw_usage(out.unknown.empty()
+                    ? std::string("the text has no tokens")
+                    : fmt::format("no token of the text is in the vectors of {} (unknown: {})",
+                                  vocab.source(), fmt::join(out.unknown, " ")));
+
+  const int64_t n = static_cast<int64_t>(rows.size()), d = vocab.dim();
+  out.static_vectors = tensor({n, d});
+  float* e = out.static_vectors.data();
+  for (int64_t i = 0; i < n; ++i) {
+    auto v = vocab.vector(rows[static_cast<size_t>(i)]);
+    std::copy(v.begin(), v.end(), e + i * d);
+  }
+  out.steps = self_attention(out.static_vectors, options.scale);
+  return out;
+}
+
+}  // namespace attn
