@@ -19,12 +19,9 @@ build: deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# The main job on the embedded default vectors: contextual embeddings for one sentence, the
-# seeds' walkthrough, and "bank" moving toward its context in two sentences.
+# The main job on the embedded default vectors: the seeds' walkthrough for one sentence, ending
+# in its contextual embeddings C, then "bank" moving toward its context in two sentences.
 demo: build
-	@echo '$$ attn embed "the bank approved the loan"'
-	@$(ATTN) embed "the bank approved the loan"
-	@echo
 	@echo '$$ attn explain "money bank grows"'
 	@$(ATTN) explain "money bank grows"
 	@echo

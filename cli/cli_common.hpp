@@ -1,0 +1,47 @@
+// What every subcommand shares: reading the text argument, loading vectors, writing outputs
+// atomically, warnings on stderr.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "attn/npy.hpp"
+#include "attn/tensor.hpp"
+#include "attn/vectors.hpp"
+
+namespace attn::cli {
+
+// The words of TEXT joined by spaces; standard input when they are absent or "-".
+std::string read_text(const std::vector<std::string>& words);
+
+// --vectors PATH, or the embedded default when path is empty. Warnings go to stderr.
+vectors load_vectors(const std::string& path);
+
+// Writes every (path, bytes) pair, or none: each goes to a temporary file beside its target,
+// and the temporaries are renamed over the targets only once all were written. "-" is stdout.
+void write_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
+inline void write_output(const std::string& path, const std::string& bytes) {
+  write_outputs({{path, bytes}});
+}
+
+// An .npy input as float32 (bool arrays are refused: `what` names the option).
+tensor read_float_npy(const std::string& path, const std::string& what);
+// A mask .npy: float stays additive; bool becomes 0 / -inf with `keep_when` as the True meaning.
+tensor read_mask_npy(const std::string& path, bool keep_when);
+
+void warn(const std::string& message);
+bool stdout_is_terminal();
+
+// Each subcommand file adds itself to the app.
+void add_embed_command(CLI::App& app);
+void add_explain_command(CLI::App& app);
+void add_neighbors_command(CLI::App& app);
+void add_mha_command(CLI::App& app);
+void add_sdpa_command(CLI::App& app);
+void add_vectors_command(CLI::App& app);
+
+}  // namespace attn::cli

@@ -1,0 +1,44 @@
+// attn explain: the seeds' walkthrough for one sentence, every matrix labelled by its tokens.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "attn/embed.hpp"
+#include "attn/explain.hpp"
+#include "cli_common.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+struct explain_args {
+  std::string vectors_path, scale = "sqrt", output = "-";
+  int width = 100, precision = 4;
+  std::vector<std::string> text;
+};
+
+void run(const explain_args& args) {
+  vectors vocab = load_vectors(args.vectors_path);
+  embedding e = embed(read_text(args.text), vocab, {scale_spec::parse(args.scale), false});
+  if (!e.unknown.empty())
+    warn(fmt::format("left out of attention, not in the vectors: {}", fmt::join(e.unknown, " ")));
+  write_output(args.output, render_explain(e, {args.width, args.precision}));
+}
+
+}  // namespace
+
+void add_explain_command(CLI::App& app) {
+  auto args = std::make_shared<explain_args>();
+  CLI::App* sub = app.add_subcommand(
+      "explain", "Show every step of self-attention on TEXT: E, S = E·Eᵀ, scaled S, A, C = A·E");
+  sub->add_option("--vectors", args->vectors_path, "Word vectors (default: the embedded GloVe)");
+  sub->add_option("--scale", args->scale, "Score scale: sqrt (1/√d, default), none, or a number");
+  sub->add_option("--width", args->width, "Columns to fit the matrices in")
+      ->check(CLI::Range(40, 10000));
+  sub->add_option("--precision", args->precision, "Decimals shown")->check(CLI::Range(0, 9));
+  sub->add_option("-o,--output", args->output, "Output file (default: standard output)");
+  sub->add_option("text", args->text, "The text; read from standard input when absent or -");
+  sub->callback([args] { run(*args); });
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,71 @@
+// attn sdpa: scaled dot-product attention on .npy tensors, like PyTorch's
+// scaled_dot_product_attention (bool masks: True = takes part).
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+
+#include "attn/error.hpp"
+#include "attn/sdpa.hpp"
+#include "cli_common.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+struct sdpa_args {
+  std::string query, key, value, attn_mask, output, weights_output, scale = "sqrt";
+  bool causal = false;
+};
+
+void run(const sdpa_args& args) {
+  sdpa_options options;
+  options.causal = args.causal;
+  options.scale = scale_spec::parse(args.scale);
+  const tensor q = read_float_npy(args.query, "the query");
+  const tensor k = read_float_npy(args.key, "the key");
+  const tensor v = read_float_npy(args.value, "the value");
+  for (auto [t, path, name] : {std::tuple{&q, args.query, "the query"},
+                                std::tuple{&k, args.key, "the key"},
+                                std::tuple{&v, args.value, "the value"}})
+    if (t->rank() != 4)
+      throw_input(path, fmt::format("{} must have rank 4 ([B, H, L, D] / [B, Hkv, S, D]), got {}",
+                                    name, shape_to_string(t->shape())));
+  std::optional<tensor> mask;
+  if (!args.attn_mask.empty()) {
+    mask = read_mask_npy(args.attn_mask, /*keep_when=*/true);
+    options.attn_mask = &*mask;
+  }
+  // Shapes that do not fit each other come from the files: report them as input errors.
+  try {
+    check_sdpa_shapes(q, k, v, options.attn_mask);
+  } catch (const error& e) {
+    throw_input(args.query, e.problem(), e.where());
+  }
+  tensor weights;
+  tensor out = sdpa(q, k, v, options, args.weights_output.empty() ? nullptr : &weights);
+  std::vector<std::pair<std::string, std::string>> outputs{{args.output, encode_npy(out)}};
+  if (!args.weights_output.empty()) outputs.emplace_back(args.weights_output, encode_npy(weights));
+  write_outputs(outputs);
+}
+
+}  // namespace
+
+void add_sdpa_command(CLI::App& app) {
+  auto args = std::make_shared<sdpa_args>();
+  CLI::App* sub = app.add_subcommand(
+      "sdpa", "Scaled dot-product attention: softmax(Q·Kᵀ·scale + mask)·V on .npy tensors");
+  sub->add_option("--query", args->query, "Query .npy, float32 [B, H, L, D]")->required();
+  sub->add_option("--key", args->key, "Key .npy [B, Hkv, S, D] (Hkv divides H)")->required();
+  sub->add_option("--value", args->value, "Value .npy [B, Hkv, S, Dv]")->required();
+  sub->add_flag("--causal", args->causal, "Causal mask, top-left aligned (PyTorch's is_causal)");
+  sub->add_option("--scale", args->scale, "Score scale: a number, sqrt (1/√D, default) or none");
+  sub->add_option("--attn-mask", args->attn_mask,
+                  ".npy broadcastable to [B, H, L, S]: float (added) or bool (True = takes part)");
+  sub->add_option("-o,--output", args->output, "Output .npy [B, H, L, Dv]")->required();
+  sub->add_option("--attn-weights-out", args->weights_output,
+                  "Also write the attention weights [B, H, L, S]");
+  sub->callback([args] { run(*args); });
+}
+
+}  // namespace attn::cli
