@@ -28,6 +28,9 @@ class error : public std::runtime_error {
 };
 
 // Shorthands used across the library.
+// The spelling; attn names its types in snake_case like the standard library.
+using Error = error;
+
 [[noreturn]] void throw_usage(std::string what, std::string where = "");
 [[noreturn]] void throw_input(std::string file, std::string what, std::string where = "");
 
