@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "viz/color_scale.hpp"
+
 namespace attn {
 
 namespace {
@@ -55,6 +57,16 @@ std::string render_matrix(const std::string& title, const tensor& m,
   const tensor dense = m.contiguous();
   const int64_t rows = dense.dim(0), cols = dense.dim(1);
   const float* values = dense.data();
+  const viz::color_scale scale =
+      viz::color_scale::fitting({values, static_cast<size_t>(dense.numel())});
+  // Background from the heatmap's scale with black or white text on it; the escapes take no
+  // columns, so the layout is the plain text's.
+  auto paint = [&](const std::string& cell_text, float v) {
+    if (!options.color) return cell_text;
+    viz::rgb c = scale.color(v);
+    return fmt::format("\x1b[38;5;{};48;5;{}m{}\x1b[0m", viz::is_dark(c) ? 231 : 16,
+                       viz::ansi256(c), cell_text);
+  };
 
   // Cell width: wide enough for every value shown and for short labels; long labels are cut.
   size_t cell = 0;
@@ -99,7 +111,8 @@ std::string render_matrix(const std::string& title, const tensor& m,
     for (size_t c = 0; c < shown.size(); ++c) {
       if (elided && c + 1 == shown.size()) line += " …";
       line += ' ';
-      line += pad_left(format_value(values[i * cols + shown[c]], options.precision), cell);
+      const float v = values[i * cols + shown[c]];
+      line += paint(pad_left(format_value(v, options.precision), cell), v);
     }
     if (with_row_sums) {
       line += "   ";
@@ -110,7 +123,10 @@ std::string render_matrix(const std::string& title, const tensor& m,
   return out;
 }
 
-std::string render_explain(const embedding& e, const explain_options& options) {
+std::string render_explain(const embedding& e, const explain_options& colored) {
+  // Only A is coloured: it is the matrix the heatmap shows, on the same scale.
+  explain_options options = colored;
+  options.color = false;
   const auto& tokens = e.tokens;
   const int64_t n = static_cast<int64_t>(tokens.size());
   const int64_t d = e.static_vectors.dim(1);
@@ -137,7 +153,7 @@ std::string render_explain(const embedding& e, const explain_options& options) {
   out += "\n";
   out += render_matrix("4. A = softmax of each row: how much each token (row) attends to each "
                        "other (column)",
-                       e.steps.weights, tokens, tokens, options, /*with_row_sums=*/true);
+                       e.steps.weights, tokens, tokens, colored, /*with_row_sums=*/true);
   out += "\n";
   out += render_matrix(fmt::format("5. C = A·E: the contextual embedding of each token [{} × {}]",
                                    n, d),
