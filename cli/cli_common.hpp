@@ -39,6 +39,7 @@ bool stdout_is_terminal();
 // Each subcommand file adds itself to the app.
 void add_embed_command(CLI::App& app);
 void add_explain_command(CLI::App& app);
+void add_heatmap_command(CLI::App& app);
 void add_neighbors_command(CLI::App& app);
 void add_mha_command(CLI::App& app);
 void add_sdpa_command(CLI::App& app);

@@ -17,7 +17,12 @@ const std::map<std::string, std::string> synopses = {
     {"embed",
      "attn embed [--vectors PATH] [--scale sqrt|none|NUMBER] [--format text|json|npy] [-o FILE] "
      "TEXT"},
-    {"explain", "attn explain [--vectors PATH] [--scale sqrt|none|NUMBER] TEXT"},
+    {"explain",
+     "attn explain [--vectors PATH] [--scale sqrt|none|NUMBER] [--color auto|always|never] "
+     "[--html] [-o FILE] TEXT"},
+    {"heatmap",
+     "attn heatmap [--vectors PATH] [--head all|N] [--scale sqrt|none|NUMBER] TEXT -o FILE.svg|"
+     "FILE.html"},
     {"neighbors", "attn neighbors [--vectors PATH] [--top K] --word W TEXT"},
     {"mha",
      "attn mha --weights W.safetensors --heads H --query Q.npy [--key K.npy --value V.npy] "
@@ -41,7 +46,7 @@ void print_usage_hint(const CLI::App& app) {
   if (it != synopses.end())
     fmt::print(stderr, "usage: {}\nrun 'attn {} --help' for more\n", it->second, command);
   else
-    fmt::print(stderr, "usage: attn <embed|explain|neighbors|mha|sdpa|vectors> …\n"
+    fmt::print(stderr, "usage: attn <embed|explain|heatmap|neighbors|mha|sdpa|vectors> …\n"
                        "run 'attn --help' for more\n");
 }
 
@@ -55,6 +60,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   attn::cli::add_embed_command(app);
   attn::cli::add_explain_command(app);
+  attn::cli::add_heatmap_command(app);
   attn::cli::add_neighbors_command(app);
   attn::cli::add_mha_command(app);
   attn::cli::add_sdpa_command(app);

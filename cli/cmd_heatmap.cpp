@@ -1,0 +1,79 @@
+// attn heatmap: a picture of who attends to whom in TEXT, as SVG or as a self-contained HTML page
+// (chosen by the extension of -o).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <memory>
+#include <optional>
+
+#include "attn/embed.hpp"
+#include "attn/error.hpp"
+#include "attn/heatmap.hpp"
+#include "cli_common.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+struct heatmap_args {
+  std::string vectors_path, scale = "sqrt", head = "all", output;
+  std::vector<std::string> text;
+};
+
+enum class picture_format { svg, html };
+
+picture_format format_of(const std::string& path) {
+  std::string lower = path;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower.ends_with(".svg")) return picture_format::svg;
+  if (lower.ends_with(".html") || lower.ends_with(".htm")) return picture_format::html;
+  throw error(error_kind::usage, path, "cannot tell the format from the extension",
+              "-o takes a .svg or .html file");
+}
+
+// "all" keeps every head; a number keeps that head (counted from 0, as in [B, H, L, S]).
+std::optional<int> parse_head(const std::string& text) {
+  if (text == "all") return std::nullopt;
+  int value = -1;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 0)
+    throw_usage(fmt::format("--head takes 'all' or a head number from 0, got '{}'", text));
+  return value;
+}
+
+void run(const heatmap_args& args) {
+  // The cheap checks first, before the vectors are loaded.
+  const picture_format format = format_of(args.output);
+  const std::optional<int> head = parse_head(args.head);
+  const scale_spec scale = scale_spec::parse(args.scale);
+
+  vectors vocab = load_vectors(args.vectors_path);
+  embedding e = embed(read_text(args.text), vocab, {scale, false});
+  if (!e.unknown.empty())
+    warn(fmt::format("left out of attention, not in the vectors: {}", fmt::join(e.unknown, " ")));
+
+  heatmap_page page = explain_page(e, vocab.source());
+  if (head) page.map = select_head(page.map, *head);
+  write_output(args.output, format == picture_format::svg ? render_heatmap_svg(page.map)
+                                                          : render_heatmap_html(page));
+}
+
+}  // namespace
+
+void add_heatmap_command(CLI::App& app) {
+  auto args = std::make_shared<heatmap_args>();
+  CLI::App* sub = app.add_subcommand(
+      "heatmap", "Draw who attends to whom in TEXT: an SVG heatmap, or a self-contained HTML "
+                 "page with the heatmap, a head view and every step (by the extension of -o)");
+  sub->add_option("--vectors", args->vectors_path, "Word vectors (default: the embedded GloVe)");
+  sub->add_option("--head", args->head, "Which head to draw: all (default) or its number from 0");
+  sub->add_option("--scale", args->scale, "Score scale: sqrt (1/√d, default), none, or a number");
+  sub->add_option("-o,--output", args->output, "Output file: FILE.svg or FILE.html")->required();
+  sub->add_option("text", args->text, "The text; read from standard input when absent or -");
+  sub->callback([args] { run(*args); });
+}
+
+}  // namespace attn::cli
