@@ -37,6 +37,7 @@ void warn(const std::string& message);
 bool stdout_is_terminal();
 
 // Each subcommand file adds itself to the app.
+void add_bench_command(CLI::App& app);
 void add_embed_command(CLI::App& app);
 void add_explain_command(CLI::App& app);
 void add_heatmap_command(CLI::App& app);

@@ -15,6 +15,7 @@ namespace {
 
 struct sdpa_args {
   std::string query, key, value, attn_mask, output, weights_output, scale = "sqrt";
+  std::string kernel = "fused";
   bool causal = false;
 };
 
@@ -22,6 +23,9 @@ void run(const sdpa_args& args) {
   sdpa_options options;
   options.causal = args.causal;
   options.scale = scale_spec::parse(args.scale);
+  if (args.kernel != "fused" && args.kernel != "reference")
+    throw_usage(fmt::format("--kernel '{}': expected fused or reference", args.kernel));
+  options.kernel = args.kernel == "reference" ? sdpa_kernel::reference : sdpa_kernel::fused;
   const tensor q = read_float_npy(args.query, "the query");
   const tensor k = read_float_npy(args.key, "the key");
   const tensor v = read_float_npy(args.value, "the value");
@@ -62,6 +66,8 @@ void add_sdpa_command(CLI::App& app) {
   sub->add_option("--scale", args->scale, "Score scale: a number, sqrt (1/√D, default) or none");
   sub->add_option("--attn-mask", args->attn_mask,
                   ".npy broadcastable to [B, H, L, S]: float (added) or bool (True = takes part)");
+  sub->add_option("--kernel", args->kernel,
+                  "fused (default: tiled, online softmax) or reference (float64, the specification)");
   sub->add_option("-o,--output", args->output, "Output .npy [B, H, L, Dv]")->required();
   sub->add_option("--attn-weights-out", args->weights_output,
                   "Also write the attention weights [B, H, L, S]");

@@ -30,7 +30,10 @@ const std::map<std::string, std::string> synopses = {
      "[--attn-weights-out AW.npy]"},
     {"sdpa",
      "attn sdpa --query Q.npy --key K.npy --value V.npy [--causal] [--scale S] "
-     "[--attn-mask M.npy] -o OUT.npy"},
+     "[--attn-mask M.npy] [--kernel fused|reference] -o OUT.npy"},
+    {"bench",
+     "attn bench [--causal] [--backward] [--threads T] [--reps R] [--kernel fused|reference] "
+     "[--json] [--peak] B,N,H,D …"},
     {"vectors", "attn vectors convert IN OUT [--top N] [--dtype f32|f16] | attn vectors info PATH"},
 };
 
@@ -46,7 +49,7 @@ void print_usage_hint(const CLI::App& app) {
   if (it != synopses.end())
     fmt::print(stderr, "usage: {}\nrun 'attn {} --help' for more\n", it->second, command);
   else
-    fmt::print(stderr, "usage: attn <embed|explain|heatmap|neighbors|mha|sdpa|vectors> …\n"
+    fmt::print(stderr, "usage: attn <bench|embed|explain|heatmap|neighbors|mha|sdpa|vectors> …\n"
                        "run 'attn --help' for more\n");
 }
 
@@ -59,6 +62,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "attn 0.1.0");
   app.require_subcommand(1);
   attn::cli::add_embed_command(app);
+  attn::cli::add_bench_command(app);
   attn::cli::add_explain_command(app);
   attn::cli::add_heatmap_command(app);
   attn::cli::add_neighbors_command(app);

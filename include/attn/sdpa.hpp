@@ -5,11 +5,15 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "attn/scale.hpp"
 #include "attn/tensor.hpp"
 
 namespace attn {
+
+// Which implementation runs: the fused tiled kernel (the default), or the float64 reference.
+enum class sdpa_kernel { fused, reference };
 
 struct sdpa_options {
   bool causal = false;           // top-left aligned, like PyTorch's is_causal
@@ -17,6 +21,7 @@ struct sdpa_options {
   // Additive float mask, broadcastable (NumPy rules, rank ≤ 4) to [B, H, L, S]:
   // [L, S], [B, 1, L, S], [B, H, L, S], … Use additive_mask_from_bool for bool masks.
   const tensor* attn_mask = nullptr;
+  sdpa_kernel kernel = sdpa_kernel::fused;
 };
 
 // A row whose every key is masked (all scores -inf) gives exactly 0 in the output and in the
@@ -24,6 +29,11 @@ struct sdpa_options {
 // weights_out, when given, receives the softmax weights [B, H, L, S].
 tensor sdpa(const tensor& q, const tensor& k, const tensor& v, const sdpa_options& options = {},
             tensor* weights_out = nullptr);
+
+// The instruction set the fused kernel uses on this CPU: "avx512", "avx2", or "reference" where
+// the CPU has neither (the fused kernel then defers to the reference). The environment
+// variable ATTN_ISA=avx2|reference chooses a lesser one (to test or compare those paths).
+std::string fused_kernel_isa();
 
 namespace ref {
 // The specification: plain loops, double accumulation. Same contract as attn::sdpa.

@@ -1,0 +1,151 @@
+// attn bench: times sdpa on self-attention shapes B,N,H,D with the FLOP convention of the peers
+// in ../shared/peers (4·B·H·N²·D, halved when causal: useful work only), so the figures line up.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attn/cpu.hpp"
+#include "attn/error.hpp"
+#include "attn/sdpa.hpp"
+#include "cli_common.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+struct bench_args {
+  std::vector<std::string> shapes;
+  bool causal = false, backward = false, json = false, peak = false;
+  int threads = 0, reps = 7;
+  std::string kernel = "fused";
+};
+
+struct bench_shape {
+  int64_t B, N, H, D;
+};
+
+bench_shape parse_shape(const std::string& text) {
+  bench_shape s{};
+  int64_t* fields[] = {&s.B, &s.N, &s.H, &s.D};
+  size_t pos = 0;
+  for (int i = 0; i < 4; ++i) {
+    const size_t end = i < 3 ? text.find(',', pos) : text.size();
+    const std::string field = end == std::string::npos ? "" : text.substr(pos, end - pos);
+    size_t used = 0;
+    long long value = 0;
+    try {
+      value = std::stoll(field, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (field.empty() || used != field.size() || value <= 0 || value > (1 << 24))
+      throw_usage(fmt::format("shape '{}': expected B,N,H,D with four positive integers", text));
+    *fields[i] = value;
+    pos = end + 1;
+  }
+  return s;
+}
+
+tensor random_tensor(const shape_t& shape, std::mt19937& rng) {
+  // Uniform in [-1, 1): never zeros, which some kernels would race through.
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  tensor t(shape);
+  for (float& x : t.values()) x = dist(rng);
+  return t;
+}
+
+double median(std::vector<double> xs) {
+  std::sort(xs.begin(), xs.end());
+  return xs[xs.size() / 2];
+}
+
+void bench_one(const bench_args& args, const bench_shape& s, int threads) {
+  std::mt19937 rng(42);
+  // Q, K, V stored [B, N, H, D] (the layout of a fused projection, and of the ONNX Runtime
+  // peer's input), viewed as [B, H, N, D]: the kernel reads the strided rows in place.
+  const tensor q = random_tensor({s.B, s.N, s.H, s.D}, rng).transpose(1, 2);
+  const tensor k = random_tensor({s.B, s.N, s.H, s.D}, rng).transpose(1, 2);
+  const tensor v = random_tensor({s.B, s.N, s.H, s.D}, rng).transpose(1, 2);
+  sdpa_options options;
+  options.causal = args.causal;
+  options.kernel = args.kernel == "reference" ? sdpa_kernel::reference : sdpa_kernel::fused;
+
+  const auto once = [&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    const tensor out = sdpa(q, k, v, options);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  once();  // warm-up: page faults, thread pool start
+  std::vector<double> times;
+  for (int r = 0; r < args.reps; ++r) times.push_back(once());
+  const double med = median(times);
+  const double flops = 4.0 * static_cast<double>(s.B * s.H) * static_cast<double>(s.N) *
+                       static_cast<double>(s.N) * static_cast<double>(s.D) *
+                       (args.causal ? 0.5 : 1.0);
+  const std::string isa = args.kernel == "reference" ? "reference" : fused_kernel_isa();
+  if (args.json) {
+    nlohmann::ordered_json j;
+    j["peer"] = "attn";
+    j["B"] = s.B, j["N"] = s.N, j["H"] = s.H, j["D"] = s.D;
+    j["causal"] = args.causal, j["backward"] = args.backward, j["threads"] = threads;
+    j["median_s"] = med, j["gflops"] = flops / med / 1e9;
+    j["kernel"] = args.kernel, j["isa"] = isa;
+    fmt::print("{}\n", j.dump());
+  } else {
+    fmt::print("{},{},{},{}{}  median {:.3f} ms over {} runs  {:.1f} GFLOP/s  ({} {}, {} threads)\n",
+               s.B, s.N, s.H, s.D, args.causal ? " causal" : "", med * 1e3, args.reps,
+               flops / med / 1e9, args.kernel, isa, threads);
+  }
+}
+
+void run(const bench_args& args) {
+  if (args.kernel != "fused" && args.kernel != "reference")
+    throw_usage(fmt::format("--kernel '{}': expected fused or reference", args.kernel));
+  if (args.backward)
+    throw_usage("--backward needs the fused backward kernel, which attn does not have yet");
+  if (args.reps < 1) throw_usage(fmt::format("--reps {}: expected at least 1", args.reps));
+  if (args.threads < 0) throw_usage(fmt::format("--threads {}: expected at least 1", args.threads));
+  std::vector<bench_shape> shapes;
+  for (const std::string& text : args.shapes) shapes.push_back(parse_shape(text));
+  if (shapes.empty() && !args.peak) throw_usage("give at least one shape B,N,H,D (or --peak)");
+  if (args.threads > 0) omp_set_num_threads(args.threads);
+  const int threads = omp_get_max_threads();
+
+  if (args.peak) {
+    const double peak = measure_fma_peak_gflops(threads);
+    if (args.json) {
+      nlohmann::ordered_json j;
+      j["peak_gflops"] = peak, j["threads"] = threads, j["cpu"] = cpu_model();
+      fmt::print("{}\n", j.dump());
+    } else {
+      fmt::print("FMA peak {:.1f} GFLOP/s ({} threads, {})\n", peak, threads, cpu_model());
+    }
+  }
+  for (const bench_shape& s : shapes) bench_one(args, s, threads);
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto args = std::make_shared<bench_args>();
+  CLI::App* sub = app.add_subcommand(
+      "bench", "Time sdpa on self-attention shapes B,N,H,D (median of --reps runs, after a warm-up)");
+  sub->add_option("shapes", args->shapes, "Shapes B,N,H,D (batch, sequence length, heads, head size)");
+  sub->add_flag("--causal", args->causal, "Causal mask (FLOPs halved: useful work only)");
+  sub->add_flag("--backward", args->backward, "Forward + backward (FLOPs × 3.5)");
+  sub->add_option("--threads", args->threads, "Threads (default: all)");
+  sub->add_option("--reps", args->reps, "Timed runs per shape (default 7)");
+  sub->add_option("--kernel", args->kernel, "fused (default) or reference");
+  sub->add_flag("--json", args->json, "One JSON line per shape, as the peers print");
+  sub->add_flag("--peak", args->peak, "First measure the machine's float32 FMA peak");
+  sub->callback([args] { run(*args); });
+}
+
+}  // namespace attn::cli

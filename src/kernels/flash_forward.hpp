@@ -1,0 +1,329 @@
+// The fused attention forward (FlashAttention's idea, laid out for CPU vectors), written once
+// over a vector type V and compiled per instruction set by sdpa_fused_<isa>.cpp.
+//
+// A work item is one (batch, head, tile of BR queries). It walks the keys in tiles of BC:
+//   scores   Sᵀ[key][query] = K_tile · Qᵀ      (queries along the vector lanes)
+//   softmax  running max m and sum l per query, updated per tile; the accumulator O is
+//            rescaled by 2^(m_old − m_new) when the max grows (the "online softmax")
+//   values   O[query][:] += P[query][key] · V[key][:]
+// so the L×S matrix is never stored: memory is O(BR·BC) per thread, linear in the sequence.
+//
+// Why this layout: with queries in the lanes, the row statistics are plain vertical vector
+// operations (no horizontal reductions), K and V are read in place with scalar broadcasts and
+// row loads (no copy of K or V, grouped-query heads just point at their shared K/V head), and
+// only the query tile is repacked (transposed, pre-multiplied by scale·log2 e, so the softmax
+// works in base 2 and exp becomes exp2).
+//
+// Each output element is produced by one thread in a fixed order, so results are identical
+// from run to run and do not depend on the number of threads.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kernels/flash_problem.hpp"
+#include "kernels/simd.hpp"
+
+namespace attn::kernels {
+namespace {
+
+constexpr float log2e = 1.4426950408889634f;
+constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+
+template <class V, int QV, int JB, int NR, int NV>
+class flash_forward {
+  using vec = typename V::vec;
+
+ public:
+  static constexpr int W = V::W;
+  static constexpr int BR = QV * W;  // queries per tile: QV vectors
+  static constexpr int BC = 128;     // keys per tile
+  static_assert(BR % NR == 0, "the P·V micro-kernel must tile the query rows exactly");
+
+  explicit flash_forward(const flash_problem& p)
+      : p_(p), dvec_((p.Dv + W - 1) / W), dvp_(dvec_ * W), group_(p.Hkv == 0 ? 1 : p.H / p.Hkv) {
+    // The mask is "per key" when it does not vary along the queries (key padding, [S], [B,1,1,S]).
+    if (p.mask != nullptr) mask_mode_ = p.ms[2] == 0 ? mask_mode::per_key : mask_mode::full;
+  }
+
+  void run() const {
+    const int64_t tiles = (p_.L + BR - 1) / BR;
+    const int64_t items = p_.B * p_.H * tiles;
+#pragma omp parallel if (items > 1)
+    {
+      scratch s(p_.D, dvp_, mask_mode_);
+      // Dynamic: under a causal mask a tile's cost grows with its index. Within each head the
+      // last (heaviest) tile goes first, so the cheap ones fill in at the end.
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t item = 0; item < items; ++item) {
+        const int64_t bh = item / tiles, t = tiles - 1 - item % tiles;
+        tile(s, bh / p_.H, bh % p_.H, t * BR);
+      }
+    }
+  }
+
+ private:
+  enum class mask_mode { none, per_key, full };
+
+  struct scratch {
+    std::vector<float> qt;    // [D][BR]   the query tile, transposed and pre-scaled
+    std::vector<float> st;    // [BC][BR]  scores, then probabilities (+ JB rows: the last
+                              //           micro-block of keys may run past BC)
+    std::vector<float> mt;    // [BC][BR]  the mask tile (full masks) or [BC] (per-key masks)
+    std::vector<float> o;     // [BR][dvp] the unnormalised output
+    std::vector<float> m, l;  // [BR]      running max (base 2) and sum
+    std::vector<float> alpha; // [BR]      this tile's rescale factor
+    scratch(int64_t D, int64_t dvp, mask_mode mode)
+        : qt(static_cast<size_t>(std::max<int64_t>(D, 1) * BR)),
+          st(static_cast<size_t>((BC + JB) * BR)),
+          mt(mode == mask_mode::full ? BC * BR : mode == mask_mode::per_key ? BC : 0),
+          o(static_cast<size_t>(BR * dvp)),
+          m(BR),
+          l(BR),
+          alpha(BR) {}
+  };
+
+  // ---- one work item ----
+  void tile(scratch& s, int64_t b, int64_t h, int64_t i0) const {
+    const int64_t rows = std::min<int64_t>(BR, p_.L - i0);
+    const int64_t hk = h / group_;
+    const float* kh = p_.k + b * p_.ks[0] + hk * p_.ks[1];
+    const float* vh = p_.v + b * p_.vs[0] + hk * p_.vs[1];
+    pack_queries(s, b, h, i0, rows);
+
+    std::fill(s.m.begin(), s.m.end(), neg_inf);
+    std::fill(s.l.begin(), s.l.end(), 0.0f);
+    std::fill(s.o.begin(), s.o.end(), 0.0f);
+    // Causal (top-left): the tile's last query sees keys up to its own index; later key tiles
+    // are skipped, not computed.
+    const int64_t jend = p_.causal ? std::min(p_.S, i0 + rows) : p_.S;
+    for (int64_t j0 = 0; j0 < jend; j0 += BC) {
+      const int nk = static_cast<int>(std::min<int64_t>(BC, jend - j0));
+      // A tile whose every score is masked would add exactly nothing: skip it.
+      if (mask_mode_ != mask_mode::none && !load_mask(s, b, h, i0, rows, j0, nk)) continue;
+      scores(s, kh, j0, nk, jend);
+      apply_masks(s, i0, j0, nk);
+      softmax_update(s, nk);
+      rescale_output(s, rows);
+      accumulate_values(s, vh, j0, nk, rows);
+    }
+    write_output(s, b, h, i0, rows);
+    if (p_.weights != nullptr) write_weights(s, b, h, i0, rows, kh);
+  }
+
+  // qt[d][r] = q[i0 + r][d] · scale · log2 e; rows past L are zero.
+  void pack_queries(scratch& s, int64_t b, int64_t h, int64_t i0, int64_t rows) const {
+    const float c = p_.scale * log2e;
+    const float* qb = p_.q + b * p_.qs[0] + h * p_.qs[1] + i0 * p_.qs[2];
+    for (int64_t r = 0; r < BR; ++r) {
+      const float* qr = qb + r * p_.qs[2];
+      for (int64_t d = 0; d < p_.D; ++d) s.qt[d * BR + r] = r < rows ? qr[d] * c : 0.0f;
+    }
+  }
+
+  // The mask tile in base 2; false when every (valid) entry is -inf.
+  bool load_mask(scratch& s, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0,
+                 int nk) const {
+    const float* mb = p_.mask + b * p_.ms[0] + h * p_.ms[1] + j0 * p_.ms[3];
+    bool any = false;
+    if (mask_mode_ == mask_mode::per_key) {
+      for (int jj = 0; jj < nk; ++jj) {
+        const float x = mb[jj * p_.ms[3]];
+        s.mt[jj] = x * log2e;
+        any |= !(x == neg_inf);
+      }
+      return any;
+    }
+    for (int jj = 0; jj < nk; ++jj) {
+      float* row = s.mt.data() + jj * BR;
+      const float* mj = mb + jj * p_.ms[3] + i0 * p_.ms[2];
+      for (int64_t r = 0; r < BR; ++r) {
+        const float x = r < rows ? mj[r * p_.ms[2]] : 0.0f;
+        row[r] = x * log2e;
+        any |= r < rows && !(x == neg_inf);
+      }
+    }
+    return any;
+  }
+
+  // st[jj][:] = Kᵀ tile × query tile, micro-blocks of JB keys × QV vectors of queries.
+  void scores(scratch& s, const float* kh, int64_t j0, int nk, int64_t jend) const {
+    const float* krow[JB];
+    for (int jb = 0; jb < nk; jb += JB) {
+      // The last block may run past the valid keys: it reads the last valid key again and its
+      // rows of st are never used.
+      for (int x = 0; x < JB; ++x) krow[x] = kh + std::min(j0 + jb + x, jend - 1) * p_.ks[2];
+      score_block(s.qt.data(), krow, s.st.data() + jb * BR);
+    }
+  }
+
+  void score_block(const float* qt, const float* const* krow, float* out) const {
+    vec acc[JB][QV];
+    for (int x = 0; x < JB; ++x)
+      for (int u = 0; u < QV; ++u) acc[x][u] = V::zero();
+    for (int64_t d = 0; d < p_.D; ++d) {
+      vec q[QV];
+      for (int u = 0; u < QV; ++u) q[u] = V::load(qt + d * BR + u * W);
+      for (int x = 0; x < JB; ++x) {
+        const vec kb = V::set1(krow[x][d]);
+        for (int u = 0; u < QV; ++u) acc[x][u] = V::fmadd(kb, q[u], acc[x][u]);
+      }
+    }
+    for (int x = 0; x < JB; ++x)
+      for (int u = 0; u < QV; ++u) V::store(out + x * BR + u * W, acc[x][u]);
+  }
+
+  // Adds the mask and sets the causally hidden scores (query i < key j) to -inf.
+  void apply_masks(scratch& s, int64_t i0, int64_t j0, int nk) const {
+    const bool diagonal = p_.causal && j0 + nk - 1 > i0;
+    if (mask_mode_ == mask_mode::none && !diagonal) return;
+    for (int jj = 0; jj < nk; ++jj) {
+      float* row = s.st.data() + jj * BR;
+      for (int u = 0; u < QV; ++u) {
+        vec x = V::load(row + u * W);
+        if (mask_mode_ == mask_mode::per_key) x = V::add(x, V::set1(s.mt[jj]));
+        if (mask_mode_ == mask_mode::full) x = V::add(x, V::load(s.mt.data() + jj * BR + u * W));
+        // Lanes whose query index i0 + u·W + lane is below the key index j0 + jj.
+        if (diagonal) x = V::mask_first(x, static_cast<int>(j0 + jj - (i0 + u * W)));
+        V::store(row + u * W, x);
+      }
+    }
+  }
+
+  // The online softmax step: new max, rescale factor, probabilities and their sum.
+  void softmax_update(scratch& s, int nk) const {
+    for (int u = 0; u < QV; ++u) {
+      const vec m_old = V::load(s.m.data() + u * W);
+      vec mx = m_old;
+      for (int jj = 0; jj < nk; ++jj) mx = V::max(mx, V::load(s.st.data() + jj * BR + u * W));
+      // A query that has seen only masked keys keeps max -inf; subtracting 0 instead keeps
+      // exp2(-inf - max) = 0 rather than NaN.
+      const vec m_use = V::neg_inf_to_zero(mx);
+      const vec alpha = V::exp2(V::sub(m_old, m_use));
+      vec sum = V::zero();
+      for (int jj = 0; jj < nk; ++jj) {
+        float* x = s.st.data() + jj * BR + u * W;
+        const vec pr = V::exp2(V::sub(V::load(x), m_use));
+        V::store(x, pr);
+        sum = V::add(sum, pr);
+      }
+      V::store(s.m.data() + u * W, mx);
+      V::store(s.alpha.data() + u * W, alpha);
+      V::store(s.l.data() + u * W, V::fmadd(V::load(s.l.data() + u * W), alpha, sum));
+    }
+  }
+
+  void rescale_output(scratch& s, int64_t rows) const {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float a = s.alpha[r];
+      if (a == 1.0f) continue;  // the max did not move: nothing to rescale
+      const vec av = V::set1(a);
+      float* orow = s.o.data() + r * dvp_;
+      for (int64_t c = 0; c < dvec_; ++c) V::store(orow + c * W, V::mul(V::load(orow + c * W), av));
+    }
+  }
+
+  // o[r][:] += Σ_jj P[jj][r] · V[j0 + jj][:], micro-blocks of NR rows × NV vectors.
+  void accumulate_values(scratch& s, const float* vh, int64_t j0, int nk, int64_t rows) const {
+    const float* v0 = vh + j0 * p_.vs[2];
+    const int tail = static_cast<int>(p_.Dv - (dvec_ - 1) * W);  // valid lanes of the last vector
+    for (int64_t r0 = 0; r0 < rows; r0 += NR) {
+      for (int64_t c0 = 0; c0 < dvec_; c0 += NV) {
+        const int nv = static_cast<int>(std::min<int64_t>(NV, dvec_ - c0));
+        const bool last = c0 + nv == dvec_ && tail < W;
+        value_block_dispatch(nv, last, s.st.data() + r0, s.o.data() + r0 * dvp_ + c0 * W,
+                             v0 + c0 * W, nk, tail);
+      }
+    }
+  }
+
+  void value_block_dispatch(int nv, bool last, const float* pt, float* o, const float* v, int nk,
+                            int tail) const {
+    switch (nv) {
+      case NV: return last ? value_block<NV, true>(pt, o, v, nk, tail) : value_block<NV, false>(pt, o, v, nk, tail);
+      default: break;
+    }
+    if constexpr (NV > 1) {
+      if (nv == 1) return last ? value_block<1, true>(pt, o, v, nk, tail) : value_block<1, false>(pt, o, v, nk, tail);
+    }
+    if constexpr (NV > 2) {
+      if (nv == 2) return last ? value_block<2, true>(pt, o, v, nk, tail) : value_block<2, false>(pt, o, v, nk, tail);
+    }
+    if constexpr (NV > 3) {
+      if (nv == 3) return last ? value_block<3, true>(pt, o, v, nk, tail) : value_block<3, false>(pt, o, v, nk, tail);
+    }
+  }
+
+  template <int NVN, bool TAIL>
+  void value_block(const float* pt, float* o, const float* v, int nk, int tail) const {
+    vec acc[NR][NVN];
+    for (int r = 0; r < NR; ++r)
+      for (int c = 0; c < NVN; ++c) acc[r][c] = V::load(o + r * dvp_ + c * W);
+    for (int jj = 0; jj < nk; ++jj) {
+      const float* vr = v + jj * p_.vs[2];
+      vec vv[NVN];
+      for (int c = 0; c < NVN; ++c)
+        vv[c] = (TAIL && c == NVN - 1) ? V::load_first(vr + c * W, tail) : V::load(vr + c * W);
+      const float* pj = pt + jj * BR;
+      for (int r = 0; r < NR; ++r) {
+        const vec pb = V::set1(pj[r]);
+        for (int c = 0; c < NVN; ++c) acc[r][c] = V::fmadd(pb, vv[c], acc[r][c]);
+      }
+    }
+    for (int r = 0; r < NR; ++r)
+      for (int c = 0; c < NVN; ++c) V::store(o + r * dvp_ + c * W, acc[r][c]);
+  }
+
+  // out[i0 + r][:] = o[r][:] / l[r]; a row that saw no unmasked key is exactly 0.
+  void write_output(scratch& s, int64_t b, int64_t h, int64_t i0, int64_t rows) const {
+    const int tail = static_cast<int>(p_.Dv - (dvec_ - 1) * W);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* dst = p_.out + ((b * p_.H + h) * p_.L + i0 + r) * p_.Dv;
+      const float* src = s.o.data() + r * dvp_;
+      const vec l = V::set1(s.l[r]);
+      for (int64_t c = 0; c < dvec_; ++c) {
+        const vec x = V::div_or_zero(V::load(src + c * W), l);
+        if (c == dvec_ - 1 && tail < W) V::store_first(dst + c * W, x, tail);
+        else V::store(dst + c * W, x);
+      }
+    }
+  }
+
+  // The normalised weights, recomputed tile by tile from the final max and sum (only when the
+  // caller asks for them: they are the one L×S output).
+  void write_weights(scratch& s, int64_t b, int64_t h, int64_t i0, int64_t rows,
+                     const float* kh) const {
+    const int64_t jend = p_.causal ? std::min(p_.S, i0 + rows) : p_.S;
+    float* wb = p_.weights + ((b * p_.H + h) * p_.L + i0) * p_.S;
+    for (int64_t j0 = 0; j0 < p_.S; j0 += BC) {
+      const int nk = static_cast<int>(std::min<int64_t>(BC, p_.S - j0));
+      if (j0 >= jend) {  // causally hidden
+        for (int64_t r = 0; r < rows; ++r) std::fill(wb + r * p_.S + j0, wb + r * p_.S + j0 + nk, 0.0f);
+        continue;
+      }
+      if (mask_mode_ != mask_mode::none) load_mask(s, b, h, i0, rows, j0, nk);
+      scores(s, kh, j0, nk, p_.S);
+      apply_masks(s, i0, j0, nk);
+      for (int u = 0; u < QV; ++u) {
+        const vec m_use = V::neg_inf_to_zero(V::load(s.m.data() + u * W));
+        const vec l = V::load(s.l.data() + u * W);
+        for (int jj = 0; jj < nk; ++jj) {
+          float* x = s.st.data() + jj * BR + u * W;
+          V::store(x, V::div_or_zero(V::exp2(V::sub(V::load(x), m_use)), l));
+        }
+      }
+      for (int64_t r = 0; r < rows; ++r)
+        for (int jj = 0; jj < nk; ++jj) wb[r * p_.S + j0 + jj] = s.st[jj * BR + r];
+    }
+  }
+
+  const flash_problem& p_;
+  const int64_t dvec_, dvp_, group_;
+  mask_mode mask_mode_ = mask_mode::none;
+};
+
+}  // namespace
+}  // namespace attn::kernels

@@ -1,0 +1,29 @@
+// One sdpa call as the fused kernels see it: raw pointers and element strides, shapes already
+// checked by attn::check_sdpa_shapes. Kept free of attn::tensor so the per-instruction-set
+// translation units depend on nothing but this and simd.hpp.
+#pragma once
+
+#include <cstdint>
+
+namespace attn::kernels {
+
+struct flash_problem {
+  int64_t B = 0, H = 0, Hkv = 0, L = 0, S = 0, D = 0, Dv = 0;
+  // q [B, H, L, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv]; strides of the first three dimensions
+  // (the last dimension is contiguous: the caller makes it so).
+  const float *q = nullptr, *k = nullptr, *v = nullptr;
+  int64_t qs[3] = {0, 0, 0}, ks[3] = {0, 0, 0}, vs[3] = {0, 0, 0};
+  float* out = nullptr;      // [B, H, L, Dv], contiguous
+  float* weights = nullptr;  // [B, H, L, S], contiguous; null when not wanted
+  // Additive mask broadcast to [B, H, L, S]: a broadcast dimension has stride 0.
+  const float* mask = nullptr;
+  int64_t ms[4] = {0, 0, 0, 0};
+  bool causal = false;  // top-left: query i sees keys j ≤ i
+  float scale = 1.0f;   // multiplies Q·Kᵀ
+};
+
+// Implemented once per instruction set; each runs the whole problem on the OpenMP threads.
+void flash_forward_avx512(const flash_problem& p);
+void flash_forward_avx2(const flash_problem& p);
+
+}  // namespace attn::kernels
