@@ -3,7 +3,7 @@
 // Everything is in the one file: no links, no fonts, no scripts from elsewhere.
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
@@ -97,7 +97,12 @@ std::string data_json(const heatmap& m) {
     for (int64_t i = 0; i < rows; ++i) {
       nlohmann::json row = nlohmann::json::array();
       // Through the float's shortest text, so the page holds 0.0749, not 0.07490000128746033.
-      for (int64_t j = 0; j < cols; ++j) row.push_back(std::stod(viz::exact(w.data()[i * cols + j])));
+      for (int64_t j = 0; j < cols; ++j) {
+        const std::string text = viz::exact(w.data()[i * cols + j]);
+        double value = 0;  // from_chars, not stod: no locale may turn "0.5" into 0
+        std::from_chars(text.data(), text.data() + text.size(), value);
+        row.push_back(value);
+      }
       matrix.push_back(std::move(row));
     }
     heads.push_back({{"name", head.name}, {"weights", std::move(matrix)}});
