@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "attn/error.hpp"
+#include "kernels/gemm.hpp"
 
 namespace attn {
 
@@ -33,8 +34,7 @@ linear_shape check_linear(const tensor& x, const tensor& weight, const tensor* b
   return s;
 }
 
-// y[r] = x[r]·Wᵀ + b for rows [begin, end), each element one double sum rounded once, so any
-// split of the rows (threads, later tiles) gives the same bits.
+// y[r] = x[r]·Wᵀ + b for rows [begin, end), each element one double sum rounded once.
 void linear_rows(const float* x, const float* w, const float* b, float* y, int64_t in,
                  int64_t out, int64_t begin, int64_t end) {
   for (int64_t r = begin; r < end; ++r) {
@@ -50,18 +50,14 @@ void linear_rows(const float* x, const float* w, const float* b, float* y, int64
 
 }  // namespace
 
-// x [..., in], weight [out, in], bias [out] → y [..., out]
+// x [..., in], weight [out, in], bias [out] → y [..., out], through sgemm.
 tensor linear(const tensor& x, const tensor& weight, const tensor* bias) {
   const linear_shape s = check_linear(x, weight, bias);
   const tensor xc = x.contiguous(), wc = weight.contiguous();
   const tensor bc = bias != nullptr ? bias->contiguous() : tensor();
   tensor y(s.y);
-  const float *xd = xc.data(), *wd = wc.data(), *bd = bc.data();
-  float* yd = y.data();
-  // Rows are independent; threads only pay off once there is real work per call.
-  const bool parallel = s.rows > 1 && s.rows * s.in * s.out >= (int64_t{1} << 16);
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t r = 0; r < s.rows; ++r) linear_rows(xd, wd, bd, yd, s.in, s.out, r, r + 1);
+  kernels::gemm_xwt(xc.data(), s.rows, s.in, wc.data(), s.out, bias != nullptr ? bc.data() : nullptr,
+                    y.data());
   return y;
 }
 

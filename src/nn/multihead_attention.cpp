@@ -168,28 +168,31 @@ tensor multihead_attention::forward(const tensor& query, const tensor& key, cons
   const tensor k = heads(linear(key, k_weight_, has_bias() ? &k_bias_ : nullptr), S);
   const tensor v = heads(linear(value, v_weight_, has_bias() ? &v_bias_ : nullptr), S);
 
-  // Both masks are additive, so one [B, H, L, S] sum carries them; the causal part is left to
-  // sdpa, which skips those keys outright.
+  // Both masks are additive. Alone, each goes to sdpa as a broadcast view (a key padding mask
+  // as [B, 1, 1, S], which the fused kernel applies per key); together, one [B, H, L, S] sum
+  // carries them. The causal part is left to sdpa, which skips those keys outright.
   sdpa_options so;
   so.causal = options.causal;
   tensor mask;
-  if (kpm != nullptr || am != nullptr) {
+  if (kpm != nullptr && am == nullptr) {
+    mask = kpm->contiguous().reshape({B, 1, 1, S});
+  } else if (am != nullptr && kpm == nullptr) {
+    mask = per_head ? am->contiguous().reshape({B, H, L, S}) : *am;
+  } else if (kpm != nullptr && am != nullptr) {
     mask = tensor({B, H, L, S});
-    const tensor kp = kpm != nullptr ? kpm->contiguous() : tensor();
-    const tensor at = am != nullptr ? am->contiguous() : tensor();
+    const tensor kp = kpm->contiguous();
+    const tensor at = am->contiguous();
     float* md = mask.data();
     for (int64_t b = 0; b < B; ++b)
       for (int64_t h = 0; h < H; ++h)
         for (int64_t i = 0; i < L; ++i)
           for (int64_t j = 0; j < S; ++j) {
-            float m = 0.0f;
-            if (kpm != nullptr) m += kp.data()[b * S + j];
             // PyTorch lays a 3-d attn_mask out as [B·H, L, S] with index b·H + h.
-            if (am != nullptr) m += at.data()[((per_head ? b * H + h : 0) * L + i) * S + j];
-            md[((b * H + h) * L + i) * S + j] = m;
+            md[((b * H + h) * L + i) * S + j] =
+                kp.data()[b * S + j] + at.data()[((per_head ? b * H + h : 0) * L + i) * S + j];
           }
-    so.attn_mask = &mask;
   }
+  if (!mask.empty()) so.attn_mask = &mask;
 
   const tensor o = sdpa(q, k, v, so, weights_out);  // [B, H, L, hd]
   const tensor concat = o.transpose(1, 2).contiguous().reshape({B, L, E});
