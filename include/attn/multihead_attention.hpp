@@ -30,6 +30,9 @@ class multihead_attention {
   // `source` names the file in error messages.
   static multihead_attention from_state_dict(const std::map<std::string, tensor>& state,
                                              int64_t num_heads, const std::string& source = "");
+  // The same from a safetensors file holding that state dict (F32, F16 or BF16); the README
+  // shows how to write one from PyTorch. Errors name the file.
+  static multihead_attention load(const std::string& path, int64_t num_heads);
 
   int64_t embed_dim() const { return embed_dim_; }
   int64_t kdim() const { return kdim_; }
@@ -47,5 +50,8 @@ class multihead_attention {
   tensor q_weight_, k_weight_, v_weight_, out_weight_;
   tensor q_bias_, k_bias_, v_bias_, out_bias_;  // empty without bias
 };
+
+// The spelling; attn names its types in snake_case like the standard library.
+using MultiheadAttention = multihead_attention;
 
 }  // namespace attn

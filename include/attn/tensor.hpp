@@ -1,5 +1,6 @@
 // attn::tensor — float32 values with a shape and strides (in elements), sharing storage on copy.
 // Views (transpose, slices) share storage; contiguous() makes a dense row-major copy.
+// tensor::view wraps memory the caller owns, without copying it.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,16 @@ class tensor {
   // A view of existing storage (used for strided views).
   tensor(std::shared_ptr<std::vector<float>> storage, int64_t offset, shape_t shape,
          shape_t strides);
+  // A view of storage whose lifetime `base` manages (or, with an owner-less pointer, nobody).
+  tensor(std::shared_ptr<float> base, int64_t offset, shape_t shape, shape_t strides);
+
+  // A row-major view of numel(shape) floats at `data`, memory the caller owns (like PyTorch's
+  // from_blob): no copy, no ownership. The memory must outlive the tensor and every view or
+  // copy of it.
+  static tensor view(float* data, shape_t shape);
+  // The same over read-only memory: attn's functions take inputs as const tensor& and never
+  // write them, so this is how to pass a const buffer. Writing through the result is undefined.
+  static tensor view(const float* data, shape_t shape);
 
   bool empty() const { return storage_ == nullptr; }
   int rank() const { return static_cast<int>(shape_.size()); }
@@ -54,7 +65,9 @@ class tensor {
   std::string describe(const std::string& name) const;
 
  private:
-  std::shared_ptr<std::vector<float>> storage_;
+  // Element 0 of the storage; an aliasing shared_ptr, so the owner may be a std::vector, the
+  // caller's object, or nothing (a view of caller memory).
+  std::shared_ptr<float> storage_;
   int64_t offset_ = 0;
   shape_t shape_, strides_;
 };

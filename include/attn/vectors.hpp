@@ -63,4 +63,7 @@ class vectors {
   std::unique_ptr<impl> impl_;
 };
 
+// The spelling; attn names its types in snake_case like the standard library.
+using Vectors = vectors;
+
 }  // namespace attn

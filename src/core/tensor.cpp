@@ -34,25 +34,58 @@ shape_t contiguous_strides(const shape_t& shape) {
   return strides;
 }
 
+namespace {
+// Where a tensor of zero elements points: its storage must still be non-null, since a null
+// storage is what marks the empty (default-constructed) tensor.
+float no_values = 0.0f;
+
+// The vector owns the values; the returned pointer points at its first element and keeps it alive.
+std::shared_ptr<float> owning(std::shared_ptr<std::vector<float>> values) {
+  if (values == nullptr) return nullptr;
+  float* first = values->empty() ? &no_values : values->data();
+  return {std::move(values), first};
+}
+}  // namespace
+
 tensor::tensor(shape_t shape, float fill)
-    : storage_(std::make_shared<std::vector<float>>(static_cast<size_t>(shape_numel(shape)), fill)),
+    : storage_(owning(std::make_shared<std::vector<float>>(
+          static_cast<size_t>(shape_numel(shape)), fill))),
       shape_(std::move(shape)),
       strides_(contiguous_strides(shape_)) {}
 
 tensor::tensor(shape_t shape, std::vector<float> values)
-    : storage_(std::make_shared<std::vector<float>>(std::move(values))),
-      shape_(std::move(shape)),
-      strides_(contiguous_strides(shape_)) {
-  if (static_cast<int64_t>(storage_->size()) != shape_numel(shape_))
-    throw_usage(fmt::format("{} values do not fill shape {}", storage_->size(),
+    : shape_(std::move(shape)), strides_(contiguous_strides(shape_)) {
+  if (static_cast<int64_t>(values.size()) != shape_numel(shape_))
+    throw_usage(fmt::format("{} values do not fill shape {}", values.size(),
                             shape_to_string(shape_)));
+  storage_ = owning(std::make_shared<std::vector<float>>(std::move(values)));
 }
 
 tensor::tensor(std::shared_ptr<std::vector<float>> storage, int64_t offset, shape_t shape,
                shape_t strides)
-    : storage_(std::move(storage)), offset_(offset), shape_(std::move(shape)),
+    : tensor(owning(std::move(storage)), offset, std::move(shape), std::move(strides)) {}
+
+tensor::tensor(std::shared_ptr<float> base, int64_t offset, shape_t shape, shape_t strides)
+    : storage_(std::move(base)), offset_(offset), shape_(std::move(shape)),
       strides_(std::move(strides)) {
   if (shape_.size() != strides_.size()) throw_usage("shape and strides differ in rank");
+}
+
+tensor tensor::view(float* data, shape_t shape) {
+  const int64_t n = shape_numel(shape);
+  if (data == nullptr && n > 0)
+    throw_usage(fmt::format("a view of shape {} over a null pointer", shape_to_string(shape)));
+  float* first = data == nullptr ? &no_values : data;
+  // The aliasing constructor with no owner: a non-null pointer that frees nothing.
+  shape_t strides = contiguous_strides(shape);
+  return tensor(std::shared_ptr<float>(std::shared_ptr<void>(), first), 0, std::move(shape),
+                std::move(strides));
+}
+
+tensor tensor::view(const float* data, shape_t shape) {
+  // The library never writes its inputs, so dropping const is safe for them; the header tells
+  // callers not to write through the result.
+  return view(const_cast<float*>(data), std::move(shape));
 }
 
 int64_t tensor::dim(int i) const {
@@ -71,8 +104,8 @@ bool tensor::is_contiguous() const {
   return true;
 }
 
-float* tensor::data() { return storage_ ? storage_->data() + offset_ : nullptr; }
-const float* tensor::data() const { return storage_ ? storage_->data() + offset_ : nullptr; }
+float* tensor::data() { return storage_ ? storage_.get() + offset_ : nullptr; }
+const float* tensor::data() const { return storage_ ? storage_.get() + offset_ : nullptr; }
 
 std::span<float> tensor::values() {
   if (!is_contiguous()) throw_usage("values() of a non-contiguous tensor");
