@@ -1,65 +1,70 @@
-// attn embed: contextual embeddings of a text by basic self-attention (C = softmax(E·Eᵀ·s)·E).
+// attn embed: contextual embeddings of a text by basic self-attention (C = softmax(E·Eᵀ·s)·E),
+// or of every line of a file with --batch (see embed_batch.hpp).
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "attn/embed.hpp"
 #include "attn/error.hpp"
 #include "cli_common.hpp"
-#include "json_util.hpp"
+#include "embed_batch.hpp"
+#include "embed_records.hpp"
 
 namespace attn::cli {
 
 namespace {
 
 struct embed_args {
-  std::string vectors_path, scale = "sqrt", format = "text", output = "-";
+  std::string vectors_path, scale = "sqrt", format, output = "-", batch;
   bool strict = false;
   std::vector<std::string> text;
 };
 
-// GloVe's own text format: "token v1 … vd", so the output loads again as word vectors.
-std::string as_text(const embedding& e) {
-  std::string out;
-  const tensor& c = e.steps.context;
-  const int64_t d = c.dim(1);
-  for (size_t i = 0; i < e.tokens.size(); ++i) {
-    out += e.tokens[i];
-    for (int64_t j = 0; j < d; ++j)
-      out += fmt::format(" {:.6f}", c.data()[static_cast<int64_t>(i) * d + j]);
-    out += '\n';
-  }
-  return out;
-}
-
-std::string as_json(const embedding& e, const vectors& vocab) {
-  nlohmann::json j;
-  j["tokens"] = e.tokens;
-  j["embeddings"] = json_matrix(e.steps.context);
-  j["attention"] = json_matrix(e.steps.weights);
-  j["unknown"] = e.unknown;
-  j["scale"] = e.steps.scale;
-  j["vectors"] = vocab.source();
-  return j.dump() + "\n";
+// --format when given; otherwise from the extension of -o (.json/.jsonl/.ndjson, .csv, .npy),
+// and text for anything else or standard output.
+std::string output_format(const embed_args& args) {
+  if (!args.format.empty()) return args.format;
+  if (args.output == "-") return "text";
+  std::string ext = std::filesystem::path(args.output).extension().string();
+  for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (ext == ".json" || ext == ".jsonl" || ext == ".ndjson") return "json";
+  if (ext == ".csv") return "csv";
+  if (ext == ".npy") return "npy";
+  return "text";
 }
 
 void run(const embed_args& args) {
-  vectors vocab = load_vectors(args.vectors_path);
+  const std::string format = output_format(args);
   embed_options options{scale_spec::parse(args.scale), args.strict};
+  if (!args.batch.empty()) {
+    if (!args.text.empty())
+      throw_usage("--batch reads the sentences from its file; give no TEXT with it");
+    // One .npy holds one array, and each sentence has its own number of tokens.
+    if (format == "npy")
+      throw_usage("--format npy holds a single array; with --batch use json (JSON Lines), csv "
+                  "or text");
+    const vectors vocab = load_vectors(args.vectors_path);
+    run_embed_batch(args.batch, args.output, format, vocab, options);
+    return;
+  }
+
+  vectors vocab = load_vectors(args.vectors_path);
   embedding e = embed(read_text(args.text), vocab, options);
   if (!e.unknown.empty())
     warn(fmt::format("left out of attention, not in the vectors: {}", fmt::join(e.unknown, " ")));
 
   std::string bytes;
-  if (args.format == "json") {
-    bytes = as_json(e, vocab);
-  } else if (args.format == "npy") {
+  if (format == "json") {
+    bytes = embed_json(e, vocab).dump() + "\n";
+  } else if (format == "csv") {
+    bytes = embed_csv_header(vocab.dim(), /*with_line=*/false) + embed_csv_rows(e);
+  } else if (format == "npy") {
     if (args.output == "-" && stdout_is_terminal())
       throw_usage("--format npy writes binary: give -o FILE or redirect standard output");
     bytes = encode_npy(e.steps.context);
   } else {
-    bytes = as_text(e);
+    bytes = embed_text(e);
   }
   write_output(args.output, bytes);
 }
@@ -74,9 +79,15 @@ void add_embed_command(CLI::App& app) {
                   "Word vectors (GloVe, word2vec, fastText .vec, .attnvec); default: the embedded "
                   "GloVe 6B 100d, 50k words");
   sub->add_option("--scale", args->scale, "Score scale: sqrt (1/√d, default), none, or a number");
-  sub->add_option("--format", args->format, "Output: text (token v1 … vd per line), json, npy")
-      ->check(CLI::IsMember({"text", "json", "npy"}));
+  sub->add_option("--format", args->format,
+                  "Output: text (token v1 … vd per line), json, csv (token,d0,…), npy; default: "
+                  "from the extension of -o (.json .jsonl .csv .npy), else text")
+      ->check(CLI::IsMember({"text", "json", "npy", "csv"}));
   sub->add_option("-o,--output", args->output, "Output file (default: standard output)");
+  sub->add_option("--batch", args->batch,
+                  "Embed every line of FILE (- for standard input), one record per line: JSON "
+                  "Lines, CSV with a line column, or text records each ended by a blank line")
+      ->type_name("FILE");
   sub->add_flag("--strict", args->strict, "Unknown tokens are an error instead of left out");
   sub->add_option("text", args->text, "The text; read from standard input when absent or -");
   sub->callback([args] { run(*args); });

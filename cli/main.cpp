@@ -15,8 +15,8 @@ namespace {
 // One-line synopses, printed after a usage error so the fix is on screen.
 const std::map<std::string, std::string> synopses = {
     {"embed",
-     "attn embed [--vectors PATH] [--scale sqrt|none|NUMBER] [--format text|json|npy] [-o FILE] "
-     "TEXT"},
+     "attn embed [--vectors PATH] [--scale sqrt|none|NUMBER] [--format text|json|csv|npy] "
+     "[-o FILE] [--strict] TEXT | --batch FILE"},
     {"explain",
      "attn explain [--vectors PATH] [--scale sqrt|none|NUMBER] [--color auto|always|never] "
      "[--html] [-o FILE] TEXT"},

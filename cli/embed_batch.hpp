@@ -1,0 +1,22 @@
+// `attn embed --batch FILE`: one sentence per line in, one record per line out, streamed.
+//   json  JSON Lines: {"line", "text", "tokens", "embeddings", "attention", "unknown", "scale",
+//         "vectors"} per input line
+//   csv   one header "line,token,d0,…", then a row per token with its input line number
+//   text  per input line, "token v1 … vd" lines, then one blank line (an empty record is the
+//         blank line alone), so record k is input line k
+// A line with no known token (a blank one included) gives an empty record; with strict, an
+// unknown token is an input error naming the file and line.
+#pragma once
+
+#include <string>
+
+#include "attn/embed.hpp"
+
+namespace attn::cli {
+
+// input: a path, or "-" for standard input; output: a path (written atomically) or "-".
+void run_embed_batch(const std::string& input, const std::string& output,
+                     const std::string& format, const vectors& vocab,
+                     const embed_options& options);
+
+}  // namespace attn::cli
