@@ -4,9 +4,10 @@
 
 #include "attn/vectors.hpp"
 
-// The assembler's symbols mark the first byte and one past the last.
-extern "C" const unsigned char attn_default_vectors_begin[];
-extern "C" const unsigned char attn_default_vectors_end[];
+// The assembler's symbols mark the first byte and one past the last; hidden, as in the .S file,
+// so that position-independent code reaches them directly rather than through the GOT.
+extern "C" __attribute__((visibility("hidden"))) const unsigned char attn_default_vectors_begin[];
+extern "C" __attribute__((visibility("hidden"))) const unsigned char attn_default_vectors_end[];
 
 namespace attn {
 

@@ -1,0 +1,45 @@
+# The Python module `attn` (python/*.cpp, pybind11), built into build/python/ so that
+#   PYTHONPATH=build/python /usr/bin/python3 -c "import attn"
+# works. It is Debian's python3 (the one with numpy and torch), not whatever python3 comes first
+# on PATH, and the module is built only where pybind11 and that Python's headers are found.
+find_program(ATTN_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
+set(ATTN_PYTHON_FOUND OFF)
+if(ATTN_PYTHON)
+  set(Python_EXECUTABLE "${ATTN_PYTHON}")
+  find_package(Python 3.7 QUIET COMPONENTS Interpreter Development.Module)
+  if(Python_FOUND)
+    find_package(pybind11 2.6 CONFIG QUIET)
+    if(pybind11_FOUND)
+      set(ATTN_PYTHON_FOUND ON)
+    endif()
+  endif()
+endif()
+option(ATTN_BUILD_PYTHON "Build the Python module (needs pybind11 and python3-dev)"
+       ${ATTN_PYTHON_FOUND})
+if(NOT ATTN_BUILD_PYTHON)
+  return()
+endif()
+if(NOT ATTN_PYTHON_FOUND)
+  message(FATAL_ERROR "ATTN_BUILD_PYTHON is on, but pybind11 or Python's headers were not found "
+                      "(Debian: apt-get install pybind11-dev python3-dev)")
+endif()
+
+file(GLOB ATTN_PYTHON_SOURCES CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/python/*.cpp")
+# NO_EXTRAS: no link-time optimisation or stripping, which would only slow the build.
+pybind11_add_module(attn_python MODULE NO_EXTRAS ${ATTN_PYTHON_SOURCES})
+set_target_properties(attn_python PROPERTIES
+  OUTPUT_NAME attn
+  LIBRARY_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/python")
+target_compile_definitions(attn_python PRIVATE ATTN_VERSION="${PROJECT_VERSION}")
+target_link_libraries(attn_python PRIVATE attn attn_warnings fmt::fmt)
+
+if(ATTN_INSTALL)
+  include(GNUInstallDirs)
+  set(ATTN_PYTHON_INSTALL_DIR
+      "${CMAKE_INSTALL_LIBDIR}/python${Python_VERSION_MAJOR}.${Python_VERSION_MINOR}/site-packages"
+      CACHE PATH "Where `cmake --install` puts the Python module, relative to the prefix")
+  install(TARGETS attn_python LIBRARY DESTINATION "${ATTN_PYTHON_INSTALL_DIR}" COMPONENT python)
+  # With a shared libattn the module finds it under the same prefix.
+  file(RELATIVE_PATH _attn_py_to_lib "/${ATTN_PYTHON_INSTALL_DIR}" "/${CMAKE_INSTALL_LIBDIR}")
+  set_target_properties(attn_python PROPERTIES INSTALL_RPATH "$ORIGIN/${_attn_py_to_lib}")
+endif()

@@ -1,0 +1,67 @@
+// attn.sdpa: scaled dot-product attention on NumPy arrays, the GIL released while it computes.
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <optional>
+
+#include "arrays.hpp"
+#include "attn/sdpa.hpp"
+#include "bindings.hpp"
+
+namespace attn::python {
+
+namespace {
+
+constexpr const char* sdpa_doc = R"doc(sdpa(q, k, v, *, causal=False, scale=None, attn_mask=None, need_weights=False)
+
+Scaled dot-product attention, softmax(q·kᵀ·scale + mask)·v, per batch and head.
+
+q: float32 [B, H, L, D]; k: float32 [B, Hkv, S, D]; v: float32 [B, Hkv, S, Dv].
+Hkv must divide H (grouped-query attention: query head h reads key/value head h // (H // Hkv)).
+Arrays that are float32 and C-contiguous are read in place, without a copy; other dtypes raise
+TypeError.
+
+causal: top-left aligned, as PyTorch's is_causal (query i sees keys j <= i).
+scale: the factor on the scores; None is 1/sqrt(D).
+attn_mask: broadcastable to [B, H, L, S]. bool: True = takes part (as
+    torch.nn.functional.scaled_dot_product_attention); float: added to the scores.
+need_weights: also return the softmax weights [B, H, L, S].
+
+Returns the output float32 [B, H, L, Dv], or (output, weights) with need_weights.
+A query that may see no key gives 0 (PyTorch 1.13 gives NaN there).
+Raises attn.UsageError (a ValueError) when the shapes do not fit.)doc";
+
+py::object sdpa_py(py::handle q, py::handle k, py::handle v, bool causal,
+                   std::optional<double> scale, py::handle attn_mask, bool need_weights) {
+  const array_view qa = float32_input(q, "q"), ka = float32_input(k, "k"),
+                   va = float32_input(v, "v");
+  sdpa_options options;
+  options.causal = causal;
+  if (scale) {
+    if (!std::isfinite(*scale)) throw py::value_error("scale must be a finite number");
+    options.scale = {scale_spec::mode::value, *scale};
+  }
+  tensor mask;
+  if (!attn_mask.is_none()) {
+    mask = mask_input(attn_mask, "attn_mask", /*keep_when=*/true);
+    options.attn_mask = &mask;
+  }
+  tensor out, weights;
+  {
+    // Only attn's own memory and the arrays' buffers are touched here, and the arrays are held.
+    py::gil_scoped_release release;
+    out = sdpa(qa.values, ka.values, va.values, options, need_weights ? &weights : nullptr);
+  }
+  if (!need_weights) return to_numpy(std::move(out));
+  return py::make_tuple(to_numpy(std::move(out)), to_numpy(std::move(weights)));
+}
+
+}  // namespace
+
+void bind_sdpa(py::module_& m) {
+  using namespace pybind11::literals;
+  m.def("sdpa", &sdpa_py, sdpa_doc, "q"_a, "k"_a, "v"_a, py::kw_only(), "causal"_a = false,
+        "scale"_a = py::none(), "attn_mask"_a = py::none(), "need_weights"_a = false);
+}
+
+}  // namespace attn::python

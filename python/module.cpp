@@ -1,0 +1,22 @@
+// The Python module `attn`: NumPy in, NumPy out, attn's kernels in between.
+#include <pybind11/pybind11.h>
+
+#include "bindings.hpp"
+#include "errors.hpp"
+
+PYBIND11_MODULE(attn, m) {
+  m.doc() = R"doc(attn: self-attention in plain C++, from Python.
+
+    attn.sdpa(q, k, v, *, causal=False, scale=None, attn_mask=None)
+    attn.MultiheadAttention.from_safetensors(path, num_heads)(query, key=None, value=None, ...)
+    attn.Vectors.load(path=None)
+    attn.embed(text, vectors=None, scale=None) -> (tokens, embeddings, attention)
+
+Arrays are NumPy float32; results are NumPy float32 arrays. Errors are attn.Error (a
+ValueError), as attn.UsageError or attn.InputError; wrong array types raise TypeError.)doc";
+  m.attr("__version__") = ATTN_VERSION;
+  attn::python::register_errors(m);
+  attn::python::bind_sdpa(m);
+  attn::python::bind_multihead_attention(m);
+  attn::python::bind_vectors(m);
+}
