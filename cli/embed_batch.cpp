@@ -90,9 +90,8 @@ std::string json_record(const embedding& e, const vectors& vocab, const std::str
 
 }  // namespace
 
-void run_embed_batch(const std::string& input, const std::string& output,
-                     const std::string& format, const vectors& vocab,
-                     const embed_options& options) {
+void run_embed_batch(const std::string& input, const std::string& output, const std::string& format,
+                     const vectors& vocab, const embed_options& options) {
   const bool from_stdin = input == "-";
   const std::string source = from_stdin ? "<stdin>" : input;
   std::ifstream file;

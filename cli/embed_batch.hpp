@@ -15,8 +15,7 @@
 namespace attn::cli {
 
 // input: a path, or "-" for standard input; output: a path (written atomically) or "-".
-void run_embed_batch(const std::string& input, const std::string& output,
-                     const std::string& format, const vectors& vocab,
-                     const embed_options& options);
+void run_embed_batch(const std::string& input, const std::string& output, const std::string& format,
+                     const vectors& vocab, const embed_options& options);
 
 }  // namespace attn::cli

@@ -33,7 +33,8 @@ void progress_bar::draw(int64_t done, int64_t items) {
     fmt::print(stderr, "\r{} {}", items, unit_);
   } else {
     constexpr int width = 30;
-    const double fraction = std::clamp(static_cast<double>(done) / static_cast<double>(total_), 0.0, 1.0);
+    const double fraction =
+        std::clamp(static_cast<double>(done) / static_cast<double>(total_), 0.0, 1.0);
     const int filled = static_cast<int>(fraction * width);
     fmt::print(stderr, "\r[{}{}] {:3.0f}%  {} {}", std::string(static_cast<size_t>(filled), '#'),
                std::string(static_cast<size_t>(width - filled), '.'), fraction * 100.0, items,

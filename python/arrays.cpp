@@ -22,9 +22,8 @@ py::array as_array(py::handle obj, const std::string& name) {
 array_view float32_input(py::handle obj, const std::string& name) {
   py::array a = as_array(obj, name);
   if (!a.dtype().is(py::dtype::of<float>()))
-    throw py::type_error(name + " must be a float32 array, got " +
-                         std::string(py::str(a.dtype())) + " (use " + name +
-                         ".astype(np.float32))");
+    throw py::type_error(name + " must be a float32 array, got " + std::string(py::str(a.dtype())) +
+                         " (use " + name + ".astype(np.float32))");
   // Same dtype, so this copies only when the layout is not C order.
   py::array dense = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(a);
   tensor view = tensor::view(static_cast<const float*>(dense.data()), shape_of(dense));

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -19,14 +20,16 @@ namespace attn::python {
 
 namespace {
 
-constexpr const char* class_doc = R"doc(Multi-head attention with PyTorch's parameter names and semantics
+constexpr const char* class_doc =
+    R"doc(Multi-head attention with PyTorch's parameter names and semantics
 (nn.MultiheadAttention with batch_first=True).
 
 Load it with MultiheadAttention.from_safetensors(path, num_heads) (the README shows how to save
 a PyTorch module's state_dict() as safetensors) or MultiheadAttention.from_state_dict(dict,
 num_heads), then call it like the PyTorch module.)doc";
 
-constexpr const char* call_doc = R"doc(__call__(query, key=None, value=None, *, causal=False, key_padding_mask=None, attn_mask=None, need_weights=False, average_attn_weights=True)
+constexpr const char* call_doc =
+    R"doc(__call__(query, key=None, value=None, *, causal=False, key_padding_mask=None, attn_mask=None, need_weights=False, average_attn_weights=True)
 
 query: float32 [B, L, E], or [L, E] unbatched. key: [B, S, kdim] (default: query, i.e.
 self-attention); value: [B, S, vdim] (default: key). Unbatched inputs give unbatched outputs.
@@ -69,12 +72,14 @@ tensor drop_batch(const tensor& t) {
   return t.reshape(std::move(shape));
 }
 
-py::object call(const multihead_attention& layer, py::handle query, py::handle key,
-                py::handle value, bool causal, py::handle key_padding_mask, py::handle attn_mask,
-                bool need_weights, bool average_attn_weights) {
+using optional_array = std::optional<py::array>;
+
+py::object call(const multihead_attention& layer, const py::array& query, const optional_array& key,
+                const optional_array& value, bool causal, const optional_array& key_padding_mask,
+                const optional_array& attn_mask, bool need_weights, bool average_attn_weights) {
   const array_view q = float32_input(query, "query");
-  const array_view k = key.is_none() ? q : float32_input(key, "key");
-  const array_view v = value.is_none() ? k : float32_input(value, "value");
+  const array_view k = key ? float32_input(*key, "key") : q;
+  const array_view v = value ? float32_input(*value, "value") : k;
   const int rank = q.values.rank();
   if (rank != 2 && rank != 3)
     throw_usage(fmt::format("query has shape {}, expected [B, L, E] or unbatched [L, E]",
@@ -88,14 +93,14 @@ py::object call(const multihead_attention& layer, py::handle query, py::handle k
   mha_options options;
   options.causal = causal;
   tensor padding, mask;
-  if (!key_padding_mask.is_none()) {
+  if (key_padding_mask) {
     // PyTorch's convention for both MHA masks: bool True = ignore.
-    padding = batched(mask_input(key_padding_mask, "key_padding_mask", /*keep_when=*/false),
-                      unbatched);
+    padding =
+        batched(mask_input(*key_padding_mask, "key_padding_mask", /*keep_when=*/false), unbatched);
     options.key_padding_mask = &padding;
   }
-  if (!attn_mask.is_none()) {
-    mask = mask_input(attn_mask, "attn_mask", /*keep_when=*/false);
+  if (attn_mask) {
+    mask = mask_input(*attn_mask, "attn_mask", /*keep_when=*/false);
     options.attn_mask = &mask;
   }
 
@@ -156,10 +161,10 @@ void bind_multihead_attention(py::module_& m) {
       .def_property_readonly("vdim", &multihead_attention::vdim)
       .def_property_readonly("bias", &multihead_attention::has_bias)
       .def("__repr__", [](const multihead_attention& l) {
-        return fmt::format("attn.MultiheadAttention(embed_dim={}, num_heads={}, kdim={}, vdim={}, "
-                           "bias={})",
-                           l.embed_dim(), l.num_heads(), l.kdim(), l.vdim(),
-                           l.has_bias() ? "True" : "False");
+        return fmt::format(
+            "attn.MultiheadAttention(embed_dim={}, num_heads={}, kdim={}, vdim={}, "
+            "bias={})",
+            l.embed_dim(), l.num_heads(), l.kdim(), l.vdim(), l.has_bias() ? "True" : "False");
       });
 }
 

@@ -12,7 +12,8 @@ namespace attn::python {
 
 namespace {
 
-constexpr const char* sdpa_doc = R"doc(sdpa(q, k, v, *, causal=False, scale=None, attn_mask=None, need_weights=False)
+constexpr const char* sdpa_doc =
+    R"doc(sdpa(q, k, v, *, causal=False, scale=None, attn_mask=None, need_weights=False)
 
 Scaled dot-product attention, softmax(q·kᵀ·scale + mask)·v, per batch and head.
 
@@ -31,8 +32,9 @@ Returns the output float32 [B, H, L, Dv], or (output, weights) with need_weights
 A query that may see no key gives 0 (PyTorch 1.13 gives NaN there).
 Raises attn.UsageError (a ValueError) when the shapes do not fit.)doc";
 
-py::object sdpa_py(py::handle q, py::handle k, py::handle v, bool causal,
-                   std::optional<double> scale, py::handle attn_mask, bool need_weights) {
+py::object sdpa_py(const py::array& q, const py::array& k, const py::array& v, bool causal,
+                   std::optional<double> scale, const std::optional<py::array>& attn_mask,
+                   bool need_weights) {
   const array_view qa = float32_input(q, "q"), ka = float32_input(k, "k"),
                    va = float32_input(v, "v");
   sdpa_options options;
@@ -42,8 +44,8 @@ py::object sdpa_py(py::handle q, py::handle k, py::handle v, bool causal,
     options.scale = {scale_spec::mode::value, *scale};
   }
   tensor mask;
-  if (!attn_mask.is_none()) {
-    mask = mask_input(attn_mask, "attn_mask", /*keep_when=*/true);
+  if (attn_mask) {
+    mask = mask_input(*attn_mask, "attn_mask", /*keep_when=*/true);
     options.attn_mask = &mask;
   }
   tensor out, weights;

@@ -20,13 +20,15 @@ namespace attn::python {
 
 namespace {
 
-constexpr const char* class_doc = R"doc(Static word vectors: GloVe, word2vec (text or binary), fastText .vec, or attn's
+constexpr const char* class_doc =
+    R"doc(Static word vectors: GloVe, word2vec (text or binary), fastText .vec, or attn's
 .attnvec, detected from the content. Vectors.load() with no path gives the embedded default,
 the 50,000 most frequent words of GloVe 6B 100d.
 
 len(v), v.dim, v.source, "word" in v, v["word"] (a float32 copy), v.nearest(vector, k).)doc";
 
-constexpr const char* embed_doc = R"doc(embed(text, vectors=None, scale=None, strict=False) -> (tokens, embeddings, attention)
+constexpr const char* embed_doc =
+    R"doc(embed(text, vectors=None, scale=None, strict=False) -> (tokens, embeddings, attention)
 
 Contextual embeddings of a text by basic self-attention: E holds the static vectors of its
 tokens, A = softmax(E·Eᵀ·scale) row by row, C = A·E.
@@ -69,7 +71,7 @@ scale_spec scale_of(py::handle scale) {
   return scale_spec::parse(fmt::format("{}", scale.cast<double>()));
 }
 
-py::tuple embed_py(const std::string& text, std::shared_ptr<vectors> vocab, py::handle scale,
+py::tuple embed_py(const std::string& text, std::shared_ptr<vectors> vocab, const py::object& scale,
                    bool strict) {
   if (!vocab) vocab = default_vectors();
   const embed_options options{scale_of(scale), strict};
@@ -95,7 +97,8 @@ void bind_vectors(py::module_& m) {
       .def("__len__", [](const vectors& v) { return v.size(); })
       .def_property_readonly("dim", &vectors::dim)
       .def_property_readonly("source", &vectors::source, "The path, or '<default>'.")
-      .def("__contains__", [](const vectors& v, const std::string& w) { return v.find(w).has_value(); })
+      .def("__contains__",
+           [](const vectors& v, const std::string& w) { return v.find(w).has_value(); })
       .def("__getitem__",
            [](const vectors& v, const std::string& w) {
              auto i = v.find(w);
@@ -105,7 +108,7 @@ void bind_vectors(py::module_& m) {
            })
       .def(
           "nearest",
-          [](const vectors& v, py::handle vector, int64_t k) {
+          [](const vectors& v, const py::array& vector, int64_t k) {
             const array_view a = float32_input(vector, "vector");
             if (a.values.rank() != 1 || a.values.dim(0) != v.dim())
               throw_usage(fmt::format("vector has shape {}, expected [{}]",

@@ -46,9 +46,8 @@ void register_errors(py::module_& m) {
                               "attn was called in a way that cannot work: shapes that do not "
                               "fit each other, a bad option value.",
                               error_type);
-  input_error_type = new_type(m, "InputError",
-                              "A file is missing, malformed, or holds the wrong shapes.",
-                              error_type);
+  input_error_type = new_type(
+      m, "InputError", "A file is missing, malformed, or holds the wrong shapes.", error_type);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

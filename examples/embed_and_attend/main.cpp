@@ -3,7 +3,6 @@
 // given a safetensors file of nn.MultiheadAttention weights, that layer too.
 //   embed_and_attend [WEIGHTS.safetensors NUM_HEADS]
 #include <attn/attn.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -37,10 +36,9 @@ int main(int argc, char** argv) try {
     const auto layer = attn::MultiheadAttention::load(argv[1], std::atoll(argv[2]));
     const attn::tensor query({1, 5, layer.embed_dim()}, 0.5f);
     const attn::tensor o = layer.forward(query, query, query);
-    std::printf("mha: embed_dim %lld, heads %lld, out %s\n",
-                static_cast<long long>(layer.embed_dim()),
-                static_cast<long long>(layer.num_heads()),
-                attn::shape_to_string(o.shape()).c_str());
+    std::printf(
+        "mha: embed_dim %lld, heads %lld, out %s\n", static_cast<long long>(layer.embed_dim()),
+        static_cast<long long>(layer.num_heads()), attn::shape_to_string(o.shape()).c_str());
   }
   return 0;
 } catch (const attn::Error& err) {

@@ -56,11 +56,11 @@ TEST(tensor_view, sdpa_on_views_equals_sdpa_on_owned_tensors) {
   std::vector<float> q(2 * 3 * 5 * 4), kv(2 * 3 * 7 * 4);
   for (float& x : q) x = normal(rng);
   for (float& x : kv) x = normal(rng);
-  const tensor out_view = attn::sdpa(tensor::view(q.data(), {2, 3, 5, 4}),
-                                     tensor::view(kv.data(), {2, 3, 7, 4}),
-                                     tensor::view(kv.data(), {2, 3, 7, 4}));
-  const tensor out_owned = attn::sdpa(tensor({2, 3, 5, 4}, q), tensor({2, 3, 7, 4}, kv),
-                                      tensor({2, 3, 7, 4}, kv));
+  const tensor out_view =
+      attn::sdpa(tensor::view(q.data(), {2, 3, 5, 4}), tensor::view(kv.data(), {2, 3, 7, 4}),
+                 tensor::view(kv.data(), {2, 3, 7, 4}));
+  const tensor out_owned =
+      attn::sdpa(tensor({2, 3, 5, 4}, q), tensor({2, 3, 7, 4}, kv), tensor({2, 3, 7, 4}, kv));
   ASSERT_EQ(out_view.shape(), out_owned.shape());
   for (int64_t i = 0; i < out_view.numel(); ++i)
     ASSERT_EQ(out_view.data()[i], out_owned.data()[i]) << i;
@@ -85,8 +85,10 @@ TEST(multihead_attention_load, equals_from_state_dict_and_names_the_file_on_erro
   };
   const int64_t E = 8, H = 2;
   attn::safetensors_file file;
-  file.tensors = {{"in_proj_weight", random({3 * E, E})}, {"in_proj_bias", random({3 * E})},
-                  {"out_proj.weight", random({E, E})}, {"out_proj.bias", random({E})}};
+  file.tensors = {{"in_proj_weight", random({3 * E, E})},
+                  {"in_proj_bias", random({3 * E})},
+                  {"out_proj.weight", random({E, E})},
+                  {"out_proj.bias", random({E})}};
   temp_file weights("attn-mha.safetensors");
   std::ofstream(weights.path, std::ios::binary) << attn::encode_safetensors(file);
 
