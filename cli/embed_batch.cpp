@@ -103,7 +103,9 @@ void run_embed_batch(const std::string& input, const std::string& output, const 
   // Progress counts bytes of a regular file; for a pipe, only the sentences done.
   std::error_code size_error;
   const auto size = from_stdin ? 0 : std::filesystem::file_size(input, size_error);
-  progress_bar bar(size_error ? 0 : static_cast<int64_t>(size), "sentences");
+  // Records going to the terminal would be torn by the bar's redraws: no bar then.
+  progress_bar bar(size_error ? 0 : static_cast<int64_t>(size), "sentences",
+                   !(output == "-" && stdout_is_terminal()));
 
   staged_output out(output);
   if (format == "csv") out.write(embed_csv_header(vocab.dim(), /*with_line=*/true));

@@ -8,8 +8,8 @@
 
 namespace attn::cli {
 
-progress_bar::progress_bar(int64_t total, std::string unit)
-    : enabled_(isatty(STDERR_FILENO) != 0), total_(total), unit_(std::move(unit)) {}
+progress_bar::progress_bar(int64_t total, std::string unit, bool wanted)
+    : enabled_(wanted && isatty(STDERR_FILENO) != 0), total_(total), unit_(std::move(unit)) {}
 
 progress_bar::~progress_bar() { clear(); }
 

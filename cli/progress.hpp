@@ -11,8 +11,9 @@ namespace attn::cli {
 class progress_bar {
  public:
   // total: the amount of work (bytes of input, say) when known, 0 when not (then only the count
-  // of items is shown). unit: what an item is ("sentences").
-  progress_bar(int64_t total, std::string unit);
+  // of items is shown). unit: what an item is ("sentences"). wanted: false keeps it off even on
+  // a terminal (when the data itself goes to that terminal, say).
+  progress_bar(int64_t total, std::string unit, bool wanted = true);
   ~progress_bar();  // clears the bar
 
   void update(int64_t done, int64_t items);

@@ -14,8 +14,14 @@ if(ATTN_PYTHON)
     endif()
   endif()
 endif()
+# Off by default under the sanitizers: a module built with them cannot be loaded into an
+# interpreter that was not started with their runtime.
+set(_attn_python_default ${ATTN_PYTHON_FOUND})
+if(ATTN_SANITIZE)
+  set(_attn_python_default OFF)
+endif()
 option(ATTN_BUILD_PYTHON "Build the Python module (needs pybind11 and python3-dev)"
-       ${ATTN_PYTHON_FOUND})
+       ${_attn_python_default})
 if(NOT ATTN_BUILD_PYTHON)
   return()
 endif()
