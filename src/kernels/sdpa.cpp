@@ -3,50 +3,17 @@
 // no AVX2).
 #include "attn/sdpa.hpp"
 
-#include <cstdlib>
 #include <string>
 
 #include "kernels/flash_problem.hpp"
+#include "kernels/isa.hpp"
 
 namespace attn {
 
-namespace {
+using kernels::isa;
+using kernels::selected_isa;
 
-enum class isa { reference, avx2, avx512 };
-
-isa detect_isa() {
-#if defined(__x86_64__) || defined(__i386__)
-  // GCC's checks include the operating system's support for the wider registers (XGETBV).
-  isa best = isa::reference;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = isa::avx2;
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) best = isa::avx512;
-  // A user may ask for less (tests of the AVX2 path, comparisons), never for more.
-  if (const char* want = std::getenv("ATTN_ISA")) {
-    const std::string w = want;
-    if (w == "reference") best = isa::reference;
-    else if (w == "avx2" && best == isa::avx512) best = isa::avx2;
-  }
-  return best;
-#else
-  return isa::reference;
-#endif
-}
-
-isa selected_isa() {
-  static const isa chosen = detect_isa();
-  return chosen;
-}
-
-}  // namespace
-
-std::string fused_kernel_isa() {
-  switch (selected_isa()) {
-    case isa::avx512: return "avx512";
-    case isa::avx2: return "avx2";
-    case isa::reference: break;
-  }
-  return "reference";
-}
+std::string fused_kernel_isa() { return kernels::isa_name(selected_isa()); }
 
 // q [B,H,L,D], k [B,Hkv,S,D], v [B,Hkv,S,Dv] → o [B,H,L,Dv]
 tensor sdpa(const tensor& q, const tensor& k, const tensor& v, const sdpa_options& options,

@@ -1,0 +1,43 @@
+#include "kernels/isa.hpp"
+
+#include <cstdlib>
+#include <string>
+
+namespace attn::kernels {
+
+namespace {
+
+isa detect_isa() {
+#if defined(__x86_64__) || defined(__i386__)
+  // GCC's checks include the operating system's support for the wider registers (XGETBV).
+  isa best = isa::reference;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = isa::avx2;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) best = isa::avx512;
+  if (const char* want = std::getenv("ATTN_ISA")) {
+    const std::string w = want;
+    if (w == "reference") best = isa::reference;
+    else if (w == "avx2" && best == isa::avx512) best = isa::avx2;
+  }
+  return best;
+#else
+  return isa::reference;
+#endif
+}
+
+}  // namespace
+
+isa selected_isa() {
+  static const isa chosen = detect_isa();
+  return chosen;
+}
+
+const char* isa_name(isa i) {
+  switch (i) {
+    case isa::avx512: return "avx512";
+    case isa::avx2: return "avx2";
+    case isa::reference: break;
+  }
+  return "reference";
+}
+
+}  // namespace attn::kernels
