@@ -17,6 +17,7 @@
 #include "attn/safetensors.hpp"
 #include "attn/scale.hpp"
 #include "attn/sdpa.hpp"
+#include "attn/sdpa_backward.hpp"
 #include "attn/self_attention.hpp"
 #include "attn/tensor.hpp"
 #include "attn/tokenizer.hpp"
