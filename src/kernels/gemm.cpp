@@ -1,52 +1,53 @@
-// The projections' matrix product on OpenBLAS (float32 accumulation; attn::ref::linear is the
-// float64 specification it is tested against).
+// kernels::gemm: picks the instruction set's kernel and the number of threads.
+// Why our own and not OpenBLAS's: Debian's threaded OpenBLAS starts its pool when the library
+// loads, and the idle threads spin (sched_yield) for about 80 ms, taking a core from attn's
+// threads: short `attn bench` runs came out up to 6× slow. Ours measured about 0.86× OpenBLAS's
+// single-threaded speed on projection shapes (and keeps the same bits on any thread count).
 #include "kernels/gemm.hpp"
 
-#include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
-#include <mutex>
+
+#include "kernels/isa.hpp"
 
 namespace attn::kernels {
 
-namespace {
-
-// OpenBLAS would otherwise start one thread per core inside every call, on top of attn's
-// OpenMP threads (each of which calls it). Set once, before the first call.
-void single_threaded_blas() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
+void gemm(const gemm_args& g) {
+  if (g.m <= 0 || g.n <= 0) return;
+  if (g.k <= 0) {  // an empty sum: C = beta · C
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        float& c = g.c[i * g.ldc + j];
+        c = g.beta == 0.0f ? 0.0f : g.beta * c;
+      }
+    return;
+  }
+  // Small products are not worth waking threads for; nor is a call from inside a parallel
+  // region (its caller already splits the work).
+  const int64_t work = g.m * g.n * g.k;
+  const int threads = omp_in_parallel() || work < (int64_t{1} << 18) ? 1 : omp_get_max_threads();
+  switch (selected_isa()) {
+#if defined(__x86_64__) || defined(__i386__)
+    case isa::avx512: return gemm_avx512(g, threads);
+    case isa::avx2: return gemm_avx2(g, threads);
+#endif
+    default: return ref::gemm(g);
+  }
 }
-
-}  // namespace
 
 void gemm_xwt(const float* x, int64_t rows, int64_t in, const float* w, int64_t out,
               const float* bias, float* y) {
-  if (rows == 0 || out == 0) return;
-  single_threaded_blas();
-  // Small products are not worth waking threads for; large ones get a block of rows each.
-  const int64_t work = rows * in * out;
-  const int threads = work < (int64_t{1} << 18) ? 1 : std::max(1, omp_get_max_threads());
-  const int64_t chunk = (rows + threads - 1) / threads;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int t = 0; t < threads; ++t) {
-    const int64_t r0 = t * chunk, n = std::min(rows, r0 + chunk) - r0;
-    if (n <= 0) continue;
-    float* yt = y + r0 * out;
-    float beta = 0.0f;
-    if (bias != nullptr) {
-      for (int64_t r = 0; r < n; ++r) std::copy(bias, bias + out, yt + r * out);
-      beta = 1.0f;
-    }
-    if (in == 0) {
-      if (bias == nullptr) std::fill(yt, yt + n * out, 0.0f);
-      continue;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), static_cast<int>(out),
-                static_cast<int>(in), 1.0f, x + r0 * in, static_cast<int>(in), w,
-                static_cast<int>(in), beta, yt, static_cast<int>(out));
-  }
+  if (bias != nullptr)
+    for (int64_t r = 0; r < rows; ++r) std::copy(bias, bias + out, y + r * out);
+  gemm_args g;
+  g.trans_b = true;
+  g.m = rows, g.n = out, g.k = in;
+  g.a = x, g.lda = in;
+  g.b = w, g.ldb = in;
+  g.beta = bias != nullptr ? 1.0f : 0.0f;
+  g.c = y, g.ldc = out;
+  gemm(g);
 }
 
 }  // namespace attn::kernels
