@@ -1,10 +1,10 @@
 // The blocked sgemm behind kernels::gemm, written once over simd.hpp's vector types and compiled
 // once per instruction set (gemm_avx512.cpp, gemm_avx2.cpp).
 //
-// For each block of NC columns and KC steps of the inner dimension, the block of op(B) is packed
-// once into panels of NR columns, shared by the threads; each task packs MR rows of op(A) and
-// runs the micro-kernel (MR × NR sums held in registers) across a run of those panels. Packing
-// makes every load of the inner loop contiguous, whatever the transposes.
+// Each thread owns a block of C. For each block of NC columns and KC steps of the inner
+// dimension, it packs that block of op(B) into panels of NR columns, then for each MR rows of
+// op(A) packs them and runs the micro-kernel (MR × NR sums held in registers) across the panels.
+// Packing makes every load of the inner loop contiguous, whatever the transposes.
 #pragma once
 
 #include <omp.h>
@@ -23,52 +23,57 @@ class gemm_tiled {
  public:
   static constexpr int W = V::W;
   static constexpr int NR = 2 * W;     // two vectors of columns
-  static constexpr int64_t KC = 256;   // MR×KC of A stays in L1, KC×NC of B in L2
-  static constexpr int64_t NC = 512;   // a multiple of NR
+  static constexpr int64_t KC = 256;   // MR×KC of A (12 KiB) stays in L1; a panel of B in L2
+  static constexpr int64_t NC = 4096;  // a multiple of NR
   static_assert(NC % NR == 0);
 
   gemm_tiled(const gemm_args& g, int threads) : g_(g), threads_(std::max(1, threads)) {}
 
   void run() const {
-    const int64_t m_panels = (g_.m + MR - 1) / MR;
-    const int64_t widest = (std::min(NC, g_.n) + NR - 1) / NR * NR;
-    float* const b_block = scratch(0, static_cast<size_t>(std::min(KC, g_.k) * widest));
+    const int64_t m_panels = (g_.m + MR - 1) / MR, n_panels = (g_.n + NR - 1) / NR;
+    // Each thread takes a share of the row panels (or, for a short input, of the column
+    // panels) and packs what it needs itself: no barrier inside, which on a busy machine costs
+    // far more than packing B twice.
+    const bool split_rows = m_panels >= 4 * threads_ || m_panels >= n_panels;
 #pragma omp parallel num_threads(threads_)
     {
-      float* const a_panel = scratch(1, static_cast<size_t>(MR * KC));
-      for (int64_t jc = 0; jc < g_.n; jc += NC) {
-        const int64_t nc = std::min(NC, g_.n - jc);
-        const int64_t n_panels = (nc + NR - 1) / NR;
-        // Few row panels (a short sentence): split the columns too, so every thread has work.
-        const int64_t n_chunks =
-            std::clamp<int64_t>((2 * threads_ + m_panels - 1) / m_panels, 1, n_panels);
-        for (int64_t pc = 0; pc < g_.k; pc += KC) {
-          const int64_t kc = std::min(KC, g_.k - pc);
-#pragma omp for schedule(static)
-          for (int64_t p = 0; p < n_panels; ++p) pack_b(pc, kc, jc + p * NR, b_block + p * kc * NR);
-          // (the implicit barrier: the block of B is whole before anyone reads it)
-#pragma omp for schedule(static)
-          for (int64_t t = 0; t < m_panels * n_chunks; ++t) {
-            const int64_t i0 = (t / n_chunks) * MR, chunk = t % n_chunks;
-            const int rows = static_cast<int>(std::min<int64_t>(MR, g_.m - i0));
-            pack_a(i0, pc, kc, a_panel);
-            const int64_t p0 = chunk * n_panels / n_chunks, p1 = (chunk + 1) * n_panels / n_chunks;
-            for (int64_t p = p0; p < p1; ++p) {
-              const int64_t j = jc + p * NR;
-              const int cols = static_cast<int>(std::min<int64_t>(NR, g_.n - j));
-              micro_kernel(kc, a_panel, b_block + p * kc * NR, g_.c + i0 * g_.ldc + j,
-                           rows, cols, pc == 0 ? g_.beta : 1.0f);
-            }
+      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const int64_t parts = split_rows ? m_panels : n_panels;
+      const int64_t first = t * parts / nt, last = (t + 1) * parts / nt;
+      const int64_t i_begin = split_rows ? first * MR : 0;
+      const int64_t i_end = split_rows ? std::min(g_.m, last * MR) : g_.m;
+      const int64_t j_begin = split_rows ? 0 : first * NR;
+      const int64_t j_end = split_rows ? g_.n : std::min(g_.n, last * NR);
+      if (i_begin < i_end && j_begin < j_end) block(i_begin, i_end, j_begin, j_end);
+    }
+  }
+
+ private:
+  // C[i_begin .. i_end, j_begin .. j_end) on the calling thread.
+  void block(int64_t i_begin, int64_t i_end, int64_t j_begin, int64_t j_end) const {
+    float* const b_block = scratch(0, static_cast<size_t>(std::min(KC, g_.k) * NC));
+    float* const a_panel = scratch(1, static_cast<size_t>(MR * KC));
+    for (int64_t jc = j_begin; jc < j_end; jc += NC) {
+      const int64_t nc = std::min(NC, j_end - jc);
+      for (int64_t pc = 0; pc < g_.k; pc += KC) {
+        const int64_t kc = std::min(KC, g_.k - pc);
+        for (int64_t j = jc; j < jc + nc; j += NR) pack_b(pc, kc, j, std::min(j_end, jc + nc), b_block + (j - jc) * kc);
+        for (int64_t i0 = i_begin; i0 < i_end; i0 += MR) {
+          const int rows = static_cast<int>(std::min<int64_t>(MR, i_end - i0));
+          pack_a(i0, i_end, pc, kc, a_panel);
+          for (int64_t j = jc; j < jc + nc; j += NR) {
+            const int cols = static_cast<int>(std::min<int64_t>(NR, jc + nc - j));
+            micro_kernel(kc, a_panel, b_block + (j - jc) * kc, g_.c + i0 * g_.ldc + j, rows, cols,
+                         pc == 0 ? g_.beta : 1.0f);
           }
         }
       }
     }
   }
 
- private:
   // Packing buffers, kept per thread from call to call (small products are common: a fresh
-  // half-megabyte allocation each time cost more than the arithmetic). Slot 0: the shared block
-  // of B, owned by the calling thread; slot 1: each thread's panel of A.
+  // half-megabyte allocation each time cost more than the arithmetic). Slot 0: the block of B,
+  // slot 1: the panel of A.
   static float* scratch(int slot, size_t n) {
     struct free_aligned {
       void operator()(float* p) const { ::operator delete[](p, std::align_val_t(64)); }
@@ -82,9 +87,9 @@ class gemm_tiled {
     return buffers[slot].get();
   }
 
-  // op(B)[pc .. pc+kc, j0 .. j0+NR) → dst[kk·NR + c], zeros past the last column.
-  void pack_b(int64_t pc, int64_t kc, int64_t j0, float* dst) const {
-    const int cols = static_cast<int>(std::min<int64_t>(NR, g_.n - j0));
+  // op(B)[pc .. pc+kc, j0 .. j0+NR) → dst[kk·NR + c], zeros from column j_end on.
+  void pack_b(int64_t pc, int64_t kc, int64_t j0, int64_t j_end, float* dst) const {
+    const int cols = static_cast<int>(std::min<int64_t>(NR, j_end - j0));
     if (!g_.trans_b) {  // B [k, n]: rows of B are contiguous along the columns
       for (int64_t kk = 0; kk < kc; ++kk) {
         const float* src = g_.b + (pc + kk) * g_.ldb + j0;
@@ -95,14 +100,17 @@ class gemm_tiled {
     } else {  // B stored [n, k]: each column of op(B) is a contiguous row of B
       for (int c = 0; c < NR; ++c) {
         const float* src = g_.b + (j0 + c) * g_.ldb + pc;
-        for (int64_t kk = 0; kk < kc; ++kk) dst[kk * NR + c] = c < cols ? src[kk] : 0.0f;
+        if (c < cols)
+          for (int64_t kk = 0; kk < kc; ++kk) dst[kk * NR + c] = src[kk];
+        else
+          for (int64_t kk = 0; kk < kc; ++kk) dst[kk * NR + c] = 0.0f;
       }
     }
   }
 
-  // op(A)[i0 .. i0+MR, pc .. pc+kc) → dst[kk·MR + r], zeros past the last row.
-  void pack_a(int64_t i0, int64_t pc, int64_t kc, float* dst) const {
-    const int rows = static_cast<int>(std::min<int64_t>(MR, g_.m - i0));
+  // op(A)[i0 .. i0+MR, pc .. pc+kc) → dst[kk·MR + r], zeros from row i_end on.
+  void pack_a(int64_t i0, int64_t i_end, int64_t pc, int64_t kc, float* dst) const {
+    const int rows = static_cast<int>(std::min<int64_t>(MR, i_end - i0));
     if (!g_.trans_a) {  // A [m, k]
       for (int r = 0; r < MR; ++r) {
         const float* src = g_.a + (i0 + r) * g_.lda + pc;
