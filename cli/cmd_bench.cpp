@@ -1,11 +1,14 @@
 // attn bench: times sdpa on self-attention shapes B,N,H,D with the FLOP convention of the peers
 // in ../shared/peers (4·B·H·N²·D, halved when causal: useful work only), so the figures line up.
+// With --mha it times the whole layer instead (projections, sdpa, output projection).
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -13,6 +16,7 @@
 
 #include "attn/cpu.hpp"
 #include "attn/error.hpp"
+#include "attn/multihead_attention.hpp"
 #include "attn/sdpa.hpp"
 #include "cli_common.hpp"
 
@@ -22,7 +26,7 @@ namespace {
 
 struct bench_args {
   std::vector<std::string> shapes;
-  bool causal = false, backward = false, json = false, peak = false;
+  bool causal = false, backward = false, json = false, peak = false, mha = false;
   int threads = 0, reps = 7;
   std::string kernel = "fused";
 };
@@ -53,9 +57,9 @@ bench_shape parse_shape(const std::string& text) {
   return s;
 }
 
-tensor random_tensor(const shape_t& shape, std::mt19937& rng) {
-  // Uniform in [-1, 1): never zeros, which some kernels would race through.
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+tensor random_tensor(const shape_t& shape, std::mt19937& rng, float range = 1.0f) {
+  // Uniform in [-range, range): never zeros, which some kernels would race through.
+  std::uniform_real_distribution<float> dist(-range, range);
   tensor t(shape);
   for (float& x : t.values()) x = dist(rng);
   return t;
@@ -64,6 +68,44 @@ tensor random_tensor(const shape_t& shape, std::mt19937& rng) {
 double median(std::vector<double> xs) {
   std::sort(xs.begin(), xs.end());
   return xs[xs.size() / 2];
+}
+
+// The median of args.reps timed calls of f, after one untimed call (page faults, thread start).
+template <class F>
+double median_seconds(const bench_args& args, F&& f) {
+  const auto once = [&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  once();
+  std::vector<double> times;
+  for (int r = 0; r < args.reps; ++r) times.push_back(once());
+  return median(times);
+}
+
+// 4·B·H·N²·D, halved when causal (only the lower triangle is useful work).
+double attention_flops(const bench_args& args, const bench_shape& s) {
+  return 4.0 * static_cast<double>(s.B * s.H) * static_cast<double>(s.N) *
+         static_cast<double>(s.N) * static_cast<double>(s.D) * (args.causal ? 0.5 : 1.0);
+}
+
+void report(const bench_args& args, const bench_shape& s, int threads, double med, double flops) {
+  const std::string isa = args.kernel == "reference" ? "reference" : fused_kernel_isa();
+  if (args.json) {
+    nlohmann::ordered_json j;
+    j["peer"] = "attn";
+    j["B"] = s.B, j["N"] = s.N, j["H"] = s.H, j["D"] = s.D;
+    j["causal"] = args.causal, j["backward"] = args.backward, j["threads"] = threads;
+    j["median_s"] = med, j["gflops"] = flops / med / 1e9;
+    j["kernel"] = args.kernel, j["isa"] = isa;
+    if (args.mha) j["mha"] = true;
+    fmt::print("{}\n", j.dump());
+  } else {
+    fmt::print("{}{},{},{},{}{}  median {:.3f} ms over {} runs  {:.1f} GFLOP/s  ({} {}, {} threads)\n",
+               args.mha ? "mha " : "", s.B, s.N, s.H, s.D, args.causal ? " causal" : "", med * 1e3,
+               args.reps, flops / med / 1e9, args.kernel, isa, threads);
+  }
 }
 
 void bench_one(const bench_args& args, const bench_shape& s, int threads) {
@@ -76,33 +118,28 @@ void bench_one(const bench_args& args, const bench_shape& s, int threads) {
   sdpa_options options;
   options.causal = args.causal;
   options.kernel = args.kernel == "reference" ? sdpa_kernel::reference : sdpa_kernel::fused;
+  const double med = median_seconds(args, [&] { const tensor out = sdpa(q, k, v, options); });
+  report(args, s, threads, med, attention_flops(args, s));
+}
 
-  const auto once = [&] {
-    const auto t0 = std::chrono::steady_clock::now();
-    const tensor out = sdpa(q, k, v, options);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  once();  // warm-up: page faults, thread pool start
-  std::vector<double> times;
-  for (int r = 0; r < args.reps; ++r) times.push_back(once());
-  const double med = median(times);
-  const double flops = 4.0 * static_cast<double>(s.B * s.H) * static_cast<double>(s.N) *
-                       static_cast<double>(s.N) * static_cast<double>(s.D) *
-                       (args.causal ? 0.5 : 1.0);
-  const std::string isa = args.kernel == "reference" ? "reference" : fused_kernel_isa();
-  if (args.json) {
-    nlohmann::ordered_json j;
-    j["peer"] = "attn";
-    j["B"] = s.B, j["N"] = s.N, j["H"] = s.H, j["D"] = s.D;
-    j["causal"] = args.causal, j["backward"] = args.backward, j["threads"] = threads;
-    j["median_s"] = med, j["gflops"] = flops / med / 1e9;
-    j["kernel"] = args.kernel, j["isa"] = isa;
-    fmt::print("{}\n", j.dump());
-  } else {
-    fmt::print("{},{},{},{}{}  median {:.3f} ms over {} runs  {:.1f} GFLOP/s  ({} {}, {} threads)\n",
-               s.B, s.N, s.H, s.D, args.causal ? " causal" : "", med * 1e3, args.reps,
-               flops / med / 1e9, args.kernel, isa, threads);
-  }
+// The whole layer as self-attention on x [B, N, E = H·D]: Q, K, V and output projections
+// (2·B·N·E² FLOPs each) around the attention. (The reference kernel does not apply here.)
+void bench_mha_one(const bench_args& args, const bench_shape& s, int threads) {
+  std::mt19937 rng(42);
+  const int64_t E = s.H * s.D;
+  const float w = 1.0f / std::sqrt(static_cast<float>(E));  // PyTorch-like initial scale
+  std::map<std::string, tensor> state;
+  state["in_proj_weight"] = random_tensor({3 * E, E}, rng, w);
+  state["in_proj_bias"] = random_tensor({3 * E}, rng, w);
+  state["out_proj.weight"] = random_tensor({E, E}, rng, w);
+  state["out_proj.bias"] = random_tensor({E}, rng, w);
+  const multihead_attention layer = multihead_attention::from_state_dict(state, s.H, "bench");
+  const tensor x = random_tensor({s.B, s.N, E}, rng);
+  mha_options options;
+  options.causal = args.causal;
+  const double med = median_seconds(args, [&] { const tensor out = layer.forward(x, x, x, options); });
+  const double projections = 4.0 * 2.0 * static_cast<double>(s.B * s.N) * static_cast<double>(E * E);
+  report(args, s, threads, med, projections + attention_flops(args, s));
 }
 
 void run(const bench_args& args) {
@@ -110,6 +147,8 @@ void run(const bench_args& args) {
     throw_usage(fmt::format("--kernel '{}': expected fused or reference", args.kernel));
   if (args.backward)
     throw_usage("--backward needs the fused backward kernel, which attn does not have yet");
+  if (args.mha && args.backward) throw_usage("--mha times the forward only");
+  if (args.mha && args.kernel != "fused") throw_usage("--mha runs the fused kernel only");
   if (args.reps < 1) throw_usage(fmt::format("--reps {}: expected at least 1", args.reps));
   if (args.threads < 0) throw_usage(fmt::format("--threads {}: expected at least 1", args.threads));
   std::vector<bench_shape> shapes;
@@ -128,7 +167,10 @@ void run(const bench_args& args) {
       fmt::print("FMA peak {:.1f} GFLOP/s ({} threads, {})\n", peak, threads, cpu_model());
     }
   }
-  for (const bench_shape& s : shapes) bench_one(args, s, threads);
+  for (const bench_shape& s : shapes) {
+    if (args.mha) bench_mha_one(args, s, threads);
+    else bench_one(args, s, threads);
+  }
 }
 
 }  // namespace
@@ -145,6 +187,9 @@ void add_bench_command(CLI::App& app) {
   sub->add_option("--kernel", args->kernel, "fused (default) or reference");
   sub->add_flag("--json", args->json, "One JSON line per shape, as the peers print");
   sub->add_flag("--peak", args->peak, "First measure the machine's float32 FMA peak");
+  sub->add_flag("--mha", args->mha,
+                "Time the whole multi-head attention layer (E = H·D): projections + sdpa; FLOPs "
+                "add 8·B·N·E² for the four projections");
   sub->callback([args] { run(*args); });
 }
 
