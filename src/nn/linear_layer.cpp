@@ -1,0 +1,49 @@
+// Linear and ReLU with their backward passes (see linear_layer.hpp for the shapes).
+#include "nn/linear_layer.hpp"
+
+#include <algorithm>
+
+#include "nn/dense.hpp"
+
+namespace attn::nn {
+
+template <class T>
+void linear_forward(const T* x, const T* w, const T* b, T* y, int64_t n, int64_t in, int64_t out) {
+  if (b != nullptr)
+    for (int64_t r = 0; r < n; ++r) std::copy(b, b + out, y + r * out);
+  gemm<T>(false, true, n, out, in, x, w, b != nullptr ? T(1) : T(0), y);  // y = x·wᵀ (+ b)
+}
+
+template <class T>
+void linear_backward(const T* dy, const T* x, const T* w, T* dx, T* dw, T* db, int64_t n,
+                     int64_t in, int64_t out) {
+  if (dx != nullptr) gemm<T>(false, false, n, in, out, dy, w, T(1), dx);  // y = x·wᵀ → dx = dy·w
+  gemm<T>(true, false, out, in, n, dy, x, T(1), dw);                      // → dw = dyᵀ·x
+  if (db != nullptr)                                                      // y = … + b → db = Σ dy
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t o = 0; o < out; ++o) db[o] += dy[r * out + o];
+}
+
+template <class T>
+void relu_forward(const T* x, T* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
+}
+
+template <class T>
+void relu_backward(const T* dy, const T* x, T* dx, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (x[i] > T(0)) dx[i] += dy[i];
+}
+
+#define ATTN_INSTANTIATE(T)                                                                  \
+  template void linear_forward<T>(const T*, const T*, const T*, T*, int64_t, int64_t,       \
+                                  int64_t);                                                 \
+  template void linear_backward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t,       \
+                                   int64_t, int64_t);                                       \
+  template void relu_forward<T>(const T*, T*, int64_t);                                     \
+  template void relu_backward<T>(const T*, const T*, T*, int64_t);
+ATTN_INSTANTIATE(float)
+ATTN_INSTANTIATE(double)
+#undef ATTN_INSTANTIATE
+
+}  // namespace attn::nn

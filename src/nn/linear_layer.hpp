@@ -1,0 +1,27 @@
+// The trainable layers' building blocks, each a forward/backward pair over row-major buffers,
+// in float (training) or double (the gradient checks). Backward functions *add* into the
+// gradients they are given, so a parameter used twice, or a batch, sums its contributions.
+#pragma once
+
+#include <cstdint>
+
+namespace attn::nn {
+
+// x [N, in], w [out, in], b [out] (null: no bias) → y [N, out]; y = x·wᵀ + b
+template <class T>
+void linear_forward(const T* x, const T* w, const T* b, T* y, int64_t n, int64_t in, int64_t out);
+
+// dy [N, out] → dx [N, in] += dy·w (skipped when dx is null: frozen inputs need none),
+// dw [out, in] += dyᵀ·x, db [out] += Σ_rows dy (skipped when null)
+template <class T>
+void linear_backward(const T* dy, const T* x, const T* w, T* dx, T* dw, T* db, int64_t n,
+                     int64_t in, int64_t out);
+
+// y = max(x, 0), elementwise over n values
+template <class T>
+void relu_forward(const T* x, T* y, int64_t n);
+// dx += dy where the forward's input was positive (PyTorch's choice at exactly 0: no gradient)
+template <class T>
+void relu_backward(const T* dy, const T* x, T* dx, int64_t n);
+
+}  // namespace attn::nn

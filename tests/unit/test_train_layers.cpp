@@ -1,0 +1,201 @@
+// Every trainable layer's backward against finite differences of its forward, in double
+// (issue #4: linear with bias, ReLU, embedding, positions, masked mean, cross-entropy, the
+// attention core with causal and padding masks, multi-head self-attention's W_q/k/v/o and
+// biases).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "gradient_check.hpp"
+#include "nn/attention_core.hpp"
+#include "nn/cross_entropy.hpp"
+#include "nn/embedding.hpp"
+#include "nn/linear_layer.hpp"
+#include "nn/mean_pool.hpp"
+#include "nn/self_attention_layer.hpp"
+
+namespace {
+
+using attn::testing::expect_gradient;
+using attn::testing::random_values;
+using attn::testing::weighted_sum;
+using vec = std::vector<double>;
+
+TEST(train_layers, linear_gradients_match_finite_differences) {
+  std::mt19937 rng(1);
+  const int64_t n = 5, in = 7, out = 3;
+  vec x = random_values(n * in, rng), w = random_values(out * in, rng), b = random_values(out, rng);
+  const vec r = random_values(n * out, rng);
+  const auto loss = [&] {
+    vec y(n * out);
+    attn::nn::linear_forward(x.data(), w.data(), b.data(), y.data(), n, in, out);
+    return weighted_sum(y, r);
+  };
+  vec dx(x.size(), 0.0), dw(w.size(), 0.0), db(b.size(), 0.0);
+  attn::nn::linear_backward(r.data(), x.data(), w.data(), dx.data(), dw.data(), db.data(), n, in,
+                            out);
+  expect_gradient(x, dx, loss, "dx");
+  expect_gradient(w, dw, loss, "dweight");
+  expect_gradient(b, db, loss, "dbias");
+}
+
+TEST(train_layers, relu_gradient_matches_finite_differences_away_from_zero) {
+  std::mt19937 rng(2);
+  vec x = random_values(50, rng);
+  for (double& v : x)
+    if (std::fabs(v) < 1e-3) v = 0.5;  // the kink: no derivative there
+  const vec r = random_values(50, rng);
+  const auto loss = [&] {
+    vec y(x.size());
+    attn::nn::relu_forward(x.data(), y.data(), 50);
+    return weighted_sum(y, r);
+  };
+  vec dx(50, 0.0);
+  attn::nn::relu_backward(r.data(), x.data(), dx.data(), 50);
+  expect_gradient(x, dx, loss, "dx");
+}
+
+TEST(train_layers, embedding_and_positions_gradients_sum_repeated_rows) {
+  std::mt19937 rng(3);
+  const int64_t vocab = 6, e = 4, b = 2, l = 5;
+  const std::vector<int64_t> ids{0, 3, 3, 5, -1, 2, 0, -1, -1, -1};  // repeats and padding
+  vec table = random_values(vocab * e, rng), positions = random_values(l * e, rng);
+  const vec r = random_values(b * l * e, rng);
+  const auto loss = [&] {
+    vec x(b * l * e);
+    attn::nn::embedding_forward(ids.data(), table.data(), x.data(), b * l, e);
+    attn::nn::positional_forward(positions.data(), x.data(), b, l, e);
+    return weighted_sum(x, r);
+  };
+  vec dtable(table.size(), 0.0), dpositions(positions.size(), 0.0);
+  attn::nn::embedding_backward(ids.data(), r.data(), dtable.data(), b * l, e);
+  attn::nn::positional_backward(r.data(), dpositions.data(), b, l, e);
+  expect_gradient(table, dtable, loss, "dtable");
+  expect_gradient(positions, dpositions, loss, "dpositions");
+  for (int64_t j = 0; j < e; ++j) EXPECT_EQ(dtable[static_cast<size_t>(1 * e + j)], 0.0);
+}
+
+TEST(train_layers, masked_mean_gradient_matches_finite_differences) {
+  std::mt19937 rng(4);
+  const int64_t l = 4, e = 3;
+  const std::vector<attn::nn::pool_row> rows{{0, 4}, {1, 1}, {1, 2}, {1, 3}, {2, 2}};
+  const auto r_count = static_cast<int64_t>(rows.size());
+  vec y = random_values(3 * l * e, rng);
+  const vec r = random_values(r_count * e, rng);
+  const auto loss = [&] {
+    vec p(r_count * e);
+    attn::nn::mean_pool_forward(y.data(), rows.data(), p.data(), r_count, l, e);
+    return weighted_sum(p, r);
+  };
+  vec dy(y.size(), 0.0);
+  attn::nn::mean_pool_backward(r.data(), rows.data(), dy.data(), r_count, l, e);
+  expect_gradient(y, dy, loss, "dy");
+  // Tokens after a row's count (sequence 2's last two) get nothing.
+  for (int64_t t = 2; t < l; ++t)
+    for (int64_t j = 0; j < e; ++j) EXPECT_EQ(dy[static_cast<size_t>((2 * l + t) * e + j)], 0.0);
+}
+
+TEST(train_layers, cross_entropy_gradient_matches_finite_differences) {
+  std::mt19937 rng(5);
+  const int64_t rows = 4, classes = 7;
+  vec logits = random_values(rows * classes, rng, 3.0);
+  logits[3] = 40.0;  // a large logit: the max subtraction keeps exp finite
+  const std::vector<int64_t> targets{0, 6, 2, 2};
+  const auto loss = [&] {
+    return attn::nn::cross_entropy_forward(logits.data(), targets.data(),
+                                           static_cast<double*>(nullptr), rows, classes);
+  };
+  vec d(logits.size());
+  attn::nn::cross_entropy_backward(logits.data(), targets.data(), d.data(), rows, classes);
+  expect_gradient(logits, d, loss, "dlogits");
+  EXPECT_TRUE(std::isfinite(loss()));
+}
+
+// The double attention core, the specification the model's gradient checks rest on.
+void check_attention_core(const attn::nn::attention_mask_spec& mask, int64_t b, int64_t h,
+                          int64_t l, int64_t d, unsigned seed) {
+  std::mt19937 rng(seed);
+  const int64_t n = b * h * l * d;
+  vec q = random_values(n, rng), k = random_values(n, rng), v = random_values(n, rng);
+  const vec r = random_values(n, rng);
+  const auto loss = [&] {
+    vec o(n), lse;
+    attn::nn::attention_core_forward(q.data(), k.data(), v.data(), o.data(), lse, b, h, l, d, mask);
+    return weighted_sum(o, r);
+  };
+  vec o(n), lse, dq(n), dk(n), dv(n);
+  attn::nn::attention_core_forward(q.data(), k.data(), v.data(), o.data(), lse, b, h, l, d, mask);
+  attn::nn::attention_core_backward(q.data(), k.data(), v.data(), o.data(), lse, r.data(),
+                                    dq.data(), dk.data(), dv.data(), b, h, l, d, mask);
+  expect_gradient(q, dq, loss, "dq");
+  expect_gradient(k, dk, loss, "dk");
+  expect_gradient(v, dv, loss, "dv");
+}
+
+TEST(train_layers, attention_core_gradients_match_finite_differences) {
+  check_attention_core({}, 2, 2, 5, 3, 6);
+  check_attention_core({.causal = true, .lengths = {}}, 2, 3, 6, 4, 7);
+  // Padding: sequence 1 has 2 real keys; sequence 2 none at all (its rows are fully masked:
+  // output 0 and zero gradients).
+  check_attention_core({.causal = false, .lengths = {5, 2, 0}}, 3, 2, 5, 3, 8);
+}
+
+TEST(train_layers, fully_masked_rows_give_zero_gradients) {
+  std::mt19937 rng(9);
+  const int64_t b = 1, h = 2, l = 4, d = 3, n = b * h * l * d;
+  const attn::nn::attention_mask_spec mask{.causal = false, .lengths = {0}};
+  const vec q = random_values(n, rng), k = random_values(n, rng), v = random_values(n, rng);
+  const vec r = random_values(n, rng);
+  vec o(n), lse, dq(n), dk(n), dv(n);
+  attn::nn::attention_core_forward(q.data(), k.data(), v.data(), o.data(), lse, b, h, l, d, mask);
+  attn::nn::attention_core_backward(q.data(), k.data(), v.data(), o.data(), lse, r.data(),
+                                    dq.data(), dk.data(), dv.data(), b, h, l, d, mask);
+  for (const vec* t : {&o, &dq, &dk, &dv})
+    for (double x : *t) EXPECT_EQ(x, 0.0);
+}
+
+TEST(train_layers, self_attention_gradients_match_finite_differences) {
+  std::mt19937 rng(10);
+  // Input width 5 ≠ attention width 6, three heads of 2, a padded second sequence.
+  const attn::nn::self_attention_shape s{2, 4, 5, 6, 3};
+  const attn::nn::attention_mask_spec mask{.causal = false, .lengths = {4, 3}};
+  const int64_t rows = s.batch * s.length;
+  vec x = random_values(rows * s.input, rng);
+  vec wq = random_values(s.width * s.input, rng, 0.5), wk = random_values(s.width * s.input, rng, 0.5),
+      wv = random_values(s.width * s.input, rng, 0.5), wo = random_values(s.width * s.width, rng, 0.5);
+  vec bq = random_values(s.width, rng), bk = random_values(s.width, rng),
+      bv = random_values(s.width, rng), bo = random_values(s.width, rng);
+  const vec r = random_values(rows * s.width, rng);
+  const auto weights = [&] {
+    return attn::nn::self_attention_weights<double>{wq.data(), bq.data(), wk.data(), bk.data(),
+                                                    wv.data(), bv.data(), wo.data(), bo.data()};
+  };
+  const auto loss = [&] {
+    vec y(rows * s.width);
+    attn::nn::self_attention_cache<double> cache;
+    attn::nn::self_attention_forward(x.data(), weights(), y.data(), cache, s, mask);
+    return weighted_sum(y, r);
+  };
+  vec y(rows * s.width);
+  attn::nn::self_attention_cache<double> cache;
+  attn::nn::self_attention_forward(x.data(), weights(), y.data(), cache, s, mask);
+  vec dx(x.size(), 0.0), dwq(wq.size(), 0.0), dwk(wk.size(), 0.0), dwv(wv.size(), 0.0),
+      dwo(wo.size(), 0.0), dbq(bq.size(), 0.0), dbk(bk.size(), 0.0), dbv(bv.size(), 0.0),
+      dbo(bo.size(), 0.0);
+  attn::nn::self_attention_backward(r.data(), x.data(), weights(), cache, dx.data(),
+                                    {dwq.data(), dbq.data(), dwk.data(), dbk.data(), dwv.data(),
+                                     dbv.data(), dwo.data(), dbo.data()},
+                                    s, mask);
+  expect_gradient(x, dx, loss, "dx");
+  expect_gradient(wq, dwq, loss, "dW_q");
+  expect_gradient(wk, dwk, loss, "dW_k");
+  expect_gradient(wv, dwv, loss, "dW_v");
+  expect_gradient(wo, dwo, loss, "dW_o");
+  expect_gradient(bq, dbq, loss, "db_q");
+  expect_gradient(bk, dbk, loss, "db_k");
+  expect_gradient(bv, dbv, loss, "db_v");
+  expect_gradient(bo, dbo, loss, "db_o");
+}
+
+}  // namespace
