@@ -289,6 +289,10 @@ class flash_forward {
         if (c == dvec_ - 1 && tail < W) V::store_first(dst + c * W, x, tail);
         else V::store(dst + c * W, x);
       }
+      // ln Σ exp(score) = (m + log2 l) · ln 2, m the base-2 running max; −inf when all masked.
+      if (p_.lse != nullptr)
+        p_.lse[(b * p_.H + h) * p_.L + i0 + r] =
+            s.l[r] > 0.0f ? (s.m[r] + std::log2(s.l[r])) / log2e : neg_inf;
     }
   }
 

@@ -15,6 +15,7 @@ struct flash_problem {
   int64_t qs[3] = {0, 0, 0}, ks[3] = {0, 0, 0}, vs[3] = {0, 0, 0};
   float* out = nullptr;      // [B, H, L, Dv], contiguous
   float* weights = nullptr;  // [B, H, L, S], contiguous; null when not wanted
+  float* lse = nullptr;      // [B, H, L] row log-sum-exp (natural log) for the backward; or null
   // Additive mask broadcast to [B, H, L, S]: a broadcast dimension has stride 0.
   const float* mask = nullptr;
   int64_t ms[4] = {0, 0, 0, 0};

@@ -3,25 +3,96 @@
 // (or when the CPU has no AVX2).
 #include "attn/sdpa_backward.hpp"
 
+#include "kernels/flash_backward_problem.hpp"
+#include "kernels/isa.hpp"
 #include "kernels/sdpa_backward_checks.hpp"
 
 namespace attn {
 
+namespace {
+
+using kernels::isa;
+
+// The kernels read rows in place; only a non-unit last stride needs a copy.
+tensor rows_contiguous(const tensor& t) {
+  return t.dim(-1) <= 1 || t.strides().back() == 1 ? t : t.contiguous();
+}
+
+// The inputs part of a fused problem (q, k, v, mask, causal, scale); qc, kc, vc have
+// contiguous rows and must outlive the problem.
+kernels::flash_problem describe(const tensor& qc, const tensor& kc, const tensor& vc,
+                                const sdpa_options& options) {
+  kernels::flash_problem p;
+  p.B = qc.dim(0), p.H = qc.dim(1), p.L = qc.dim(2), p.D = qc.dim(3);
+  p.Hkv = kc.dim(1), p.S = kc.dim(2), p.Dv = vc.dim(3);
+  p.q = qc.data(), p.k = kc.data(), p.v = vc.data();
+  for (int i = 0; i < 3; ++i) {
+    p.qs[i] = qc.strides()[static_cast<size_t>(i)];
+    p.ks[i] = kc.strides()[static_cast<size_t>(i)];
+    p.vs[i] = vc.strides()[static_cast<size_t>(i)];
+  }
+  if (const tensor* m = options.attn_mask) {
+    p.mask = m->data();
+    // A broadcast dimension reads with stride 0, so one index formula serves every mask shape.
+    for (int i = 1; i <= m->rank(); ++i)
+      if (m->dim(-i) != 1) p.ms[4 - i] = m->strides()[static_cast<size_t>(m->rank() - i)];
+  }
+  p.causal = options.causal;
+  p.scale = static_cast<float>(options.scale.resolve(p.D));
+  return p;
+}
+
+bool use_reference(const sdpa_options& options) {
+  return options.kernel == sdpa_kernel::reference || kernels::selected_isa() == isa::reference;
+}
+
+}  // namespace
+
 // q [B,H,L,D], k [B,Hkv,S,D], v [B,Hkv,S,Dv] → o [B,H,L,Dv], lse [B,H,L]
 tensor sdpa_forward(const tensor& q, const tensor& k, const tensor& v, const sdpa_options& options,
                     tensor& lse) {
-  return ref::sdpa_forward(q, k, v, options, lse);
+  if (use_reference(options)) return ref::sdpa_forward(q, k, v, options, lse);
+  check_sdpa_shapes(q, k, v, options.attn_mask);
+  const tensor qc = rows_contiguous(q), kc = rows_contiguous(k), vc = rows_contiguous(v);
+  kernels::flash_problem p = describe(qc, kc, vc, options);
+  tensor out({p.B, p.H, p.L, p.Dv}), row_lse({p.B, p.H, p.L});
+  p.out = out.data();
+  p.lse = row_lse.data();
+#if defined(__x86_64__) || defined(__i386__)
+  if (kernels::selected_isa() == isa::avx512) kernels::flash_forward_avx512(p);
+  else kernels::flash_forward_avx2(p);
+#endif
+  lse = row_lse;
+  return out;
 }
 
 // → dq [B,H,L,D], dk [B,Hkv,S,D], dv [B,Hkv,S,Dv]
 sdpa_gradients sdpa_backward(const tensor& q, const tensor& k, const tensor& v, const tensor& o,
                              const tensor& lse, const tensor& grad_o, const sdpa_options& options) {
   check_sdpa_shapes(q, k, v, options.attn_mask);
-  const int64_t B = q.dim(0), H = q.dim(1), L = q.dim(2), Dv = v.dim(3);
+  const int64_t B = q.dim(0), H = q.dim(1), L = q.dim(2), D = q.dim(3);
+  const int64_t Hkv = k.dim(1), S = k.dim(2), Dv = v.dim(3);
   kernels::check_row_tensor(o, {B, H, L, Dv}, "o");
   kernels::check_row_tensor(lse, {B, H, L}, "lse");
   kernels::check_row_tensor(grad_o, {B, H, L, Dv}, "grad_o");
-  return ref::sdpa_backward(q, k, v, grad_o, options);
+  if (use_reference(options)) return ref::sdpa_backward(q, k, v, grad_o, options);
+
+  const tensor qc = rows_contiguous(q), kc = rows_contiguous(k), vc = rows_contiguous(v);
+  const tensor oc = rows_contiguous(o), gc = rows_contiguous(grad_o), lc = lse.contiguous();
+  kernels::flash_backward_problem p;
+  p.f = describe(qc, kc, vc, options);
+  p.o = oc.data(), p.grad_o = gc.data(), p.lse = lc.data();
+  for (int i = 0; i < 3; ++i) {
+    p.os[i] = oc.strides()[static_cast<size_t>(i)];
+    p.gs[i] = gc.strides()[static_cast<size_t>(i)];
+  }
+  sdpa_gradients g{tensor({B, H, L, D}), tensor({B, Hkv, S, D}), tensor({B, Hkv, S, Dv})};
+  p.dq = g.dq.data(), p.dk = g.dk.data(), p.dv = g.dv.data();
+#if defined(__x86_64__) || defined(__i386__)
+  if (kernels::selected_isa() == isa::avx512) kernels::flash_backward_avx512(p);
+  else kernels::flash_backward_avx2(p);
+#endif
+  return g;
 }
 
 }  // namespace attn

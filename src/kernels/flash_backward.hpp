@@ -1,0 +1,327 @@
+// The fused attention backward (FlashAttention-2's recomputation, laid out for CPU vectors),
+// written once over a vector type V and compiled per instruction set by sdpa_backward_<isa>.cpp.
+//   q [B,H,L,D], k [B,Hkv,S,D], v [B,Hkv,S,Dv], o, do [B,H,L,Dv], lse [B,H,L]
+//   → dq [B,H,L,D], dk [B,Hkv,S,D], dv [B,Hkv,S,Dv]
+//
+// The weights are never stored: for each pair (tile of BR queries, tile of BC keys) the kernel
+// recomputes them from the forward's row log-sum-exp, then applies the backward of each
+// forward line to the tile:
+//   S  = Q·Kᵀ                      (scores, keys along the vector lanes)
+//   P  = exp(S·scale + mask − lse)  (the forward's softmax, exactly normalised by lse)
+//   dV += Pᵀ·dO                     (o = P·V)
+//   dP = dO·Vᵀ                      (o = P·V)
+//   dS = P ∘ (dP − Δ),  Δ = rowsum(dO ∘ O)   (softmax: Δ_i = Σ_j P_ij dP_ij)
+//   dK += dSᵀ·Q · scale,  dQ += dS·K · scale (S = Q·Kᵀ·scale)
+//
+// Determinism without atomics: a work item is (batch, K/V head, chunk of key tiles) and owns
+// its rows of dK and dV outright (summing over every query and every query head of its group
+// in a fixed order). dQ sums over all key tiles, so each chunk writes its own partial dQ, and
+// the partials are added in chunk order at the end. The number of chunks depends on the problem
+// only, never on the thread count, so the bits are the same for any number of threads.
+//
+// Q and dO are copied once into zero-padded rows (a whole number of vectors, a whole number of
+// tiles) and each key tile is transposed once per work item, so the micro-kernels have no
+// ragged edges; every copy is linear in the sequence length.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kernels/flash_backward_problem.hpp"
+#include "kernels/simd.hpp"
+
+namespace attn::kernels {
+namespace {
+
+constexpr float bwd_log2e = 1.4426950408889634f;
+constexpr float bwd_inf = std::numeric_limits<float>::infinity();
+
+// R × KV: the score micro-kernel's rows × key vectors; NR × NV: the rank-update micro-kernel's
+// rows × vectors of a head.
+template <class V, int R, int KV, int NR, int NV>
+class flash_backward {
+  using vec = typename V::vec;
+
+ public:
+  static constexpr int W = V::W;
+  static constexpr int BR = 64;  // queries per tile
+  static constexpr int BC = 64;  // keys per tile (BC == BR keeps causal tile skipping simple)
+  static constexpr int RB = 8;   // row counts are rounded up to this for the micro-kernels
+  static_assert(BC % (KV * W) == 0 && RB % R == 0 && RB % NR == 0 && BR % RB == 0);
+
+  explicit flash_backward(const flash_backward_problem& p)
+      : p_(p), f_(p.f), group_(f_.Hkv == 0 ? 1 : f_.H / f_.Hkv),
+        dp_(round_up(f_.D, W)), dvp_(round_up(f_.Dv, W)),
+        lp_(round_up(f_.L, BR)), qtiles_(lp_ / BR), ktiles_((f_.S + BC - 1) / BC) {
+    // Chunks of key tiles: enough work items to keep the threads busy (about 32), but the
+    // partial dQ buffers (one per chunk) capped at 256 MB.
+    const int64_t base = std::max<int64_t>(f_.B * f_.Hkv, 1);
+    chunks_ = std::clamp<int64_t>((32 + base - 1) / base, 1, std::max<int64_t>(ktiles_, 1));
+    const int64_t dq_bytes = f_.B * f_.H * lp_ * dp_ * 4;
+    while (chunks_ > 1 && chunks_ * dq_bytes > (int64_t{256} << 20)) --chunks_;
+  }
+
+  void run() {
+    const int64_t BH = f_.B * f_.H;
+    if (BH == 0 || f_.L == 0) return;
+    qp_.assign(static_cast<size_t>(BH * lp_ * dp_), 0.0f);
+    gp_.assign(static_cast<size_t>(BH * lp_ * dvp_), 0.0f);
+    delta_.assign(static_cast<size_t>(BH * lp_), 0.0f);
+    off_.assign(static_cast<size_t>(BH * lp_), bwd_inf);
+    dqp_.assign(static_cast<size_t>(chunks_ * BH * lp_ * dp_), 0.0f);
+    const int64_t items = f_.B * f_.Hkv * chunks_;
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+      for (int64_t bh = 0; bh < BH; ++bh) prepare_rows(bh);
+      if (ktiles_ > 0) {
+        scratch s(f_.D, f_.Dv, dp_, dvp_, f_.mask != nullptr || f_.causal || f_.S % BC != 0);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t item = 0; item < items; ++item) {
+          const int64_t bk = item / chunks_;
+          key_chunk(s, bk / f_.Hkv, bk % f_.Hkv, item % chunks_);
+        }
+      }
+#pragma omp for schedule(static)
+      for (int64_t bh = 0; bh < BH; ++bh) write_dq(bh);
+    }
+  }
+
+ private:
+  static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+  struct scratch {
+    std::vector<float> kt, vt;  // [D][BC], [Dv][BC]  the key tile's K and V, transposed
+    std::vector<float> kr;      // [BC][dp]           its K rows, zero-padded
+    std::vector<float> dk, dv;  // [BC][dp], [BC][dvp] its gradients, summed over the queries
+    std::vector<float> s, ds;   // [BR][BC]           scores → P, and dP → dS
+    std::vector<float> mt;      // [BR][BC]           additive mask tile (base 2), when needed
+    scratch(int64_t D, int64_t Dv, int64_t dp, int64_t dvp, bool masks)
+        : kt(static_cast<size_t>(std::max<int64_t>(D, 1) * BC)),
+          vt(static_cast<size_t>(std::max<int64_t>(Dv, 1) * BC)),
+          kr(static_cast<size_t>(BC * dp)), dk(static_cast<size_t>(BC * dp)),
+          dv(static_cast<size_t>(BC * dvp)), s(BR * BC), ds(BR * BC), mt(masks ? BR * BC : 0) {}
+  };
+
+  // Padded copies of Q and dO rows; Δ = rowsum(dO ∘ O); the exponent offset lse · log2 e,
+  // +inf for a fully masked row (and the padding rows), so their P is exactly 0.
+  void prepare_rows(int64_t bh) {
+    const int64_t b = bh / f_.H, h = bh % f_.H;
+    for (int64_t i = 0; i < f_.L; ++i) {
+      const float* q = f_.q + b * f_.qs[0] + h * f_.qs[1] + i * f_.qs[2];
+      const float* g = p_.grad_o + b * p_.gs[0] + h * p_.gs[1] + i * p_.gs[2];
+      const float* o = p_.o + b * p_.os[0] + h * p_.os[1] + i * p_.os[2];
+      std::copy(q, q + f_.D, qp_.data() + (bh * lp_ + i) * dp_);
+      std::copy(g, g + f_.Dv, gp_.data() + (bh * lp_ + i) * dvp_);
+      float d = 0.0f;
+      for (int64_t e = 0; e < f_.Dv; ++e) d += g[e] * o[e];
+      delta_[static_cast<size_t>(bh * lp_ + i)] = d;
+      const float lse = p_.lse[bh * f_.L + i];
+      off_[static_cast<size_t>(bh * lp_ + i)] = lse == -bwd_inf ? bwd_inf : lse * bwd_log2e;
+    }
+  }
+
+  // ---- one work item: key tiles c, c + chunks, c + 2·chunks, … of K/V head (b, hk) ----
+  void key_chunk(scratch& s, int64_t b, int64_t hk, int64_t chunk) {
+    const float* kh = f_.k + b * f_.ks[0] + hk * f_.ks[1];
+    const float* vh = f_.v + b * f_.vs[0] + hk * f_.vs[1];
+    for (int64_t jt = chunk; jt < ktiles_; jt += chunks_) {
+      const int64_t j0 = jt * BC;
+      const int nk = static_cast<int>(std::min<int64_t>(BC, f_.S - j0));
+      pack_keys(s, kh, vh, j0, nk);
+      std::fill(s.dk.begin(), s.dk.end(), 0.0f);
+      std::fill(s.dv.begin(), s.dv.end(), 0.0f);
+      // Causal (top-left): query tiles wholly before this key tile see none of it.
+      const int64_t first = f_.causal ? j0 / BR : 0;
+      for (int64_t g = 0; g < group_; ++g) {
+        const int64_t h = hk * group_ + g;
+        for (int64_t it = first; it < qtiles_; ++it) pair(s, b, h, it * BR, j0, nk, chunk);
+      }
+      write_dkdv(s, b, hk, j0, nk);
+    }
+  }
+
+  // kt[d][c] = K[j0 + c][d], vt[e][c] = V[j0 + c][e], kr[c][:] = K[j0 + c][:]; zero past S.
+  void pack_keys(scratch& s, const float* kh, const float* vh, int64_t j0, int nk) const {
+    std::fill(s.kt.begin(), s.kt.end(), 0.0f);
+    std::fill(s.vt.begin(), s.vt.end(), 0.0f);
+    std::fill(s.kr.begin(), s.kr.end(), 0.0f);
+    for (int c = 0; c < nk; ++c) {
+      const float* k = kh + (j0 + c) * f_.ks[2];
+      const float* v = vh + (j0 + c) * f_.vs[2];
+      for (int64_t d = 0; d < f_.D; ++d) s.kt[static_cast<size_t>(d * BC + c)] = k[d];
+      for (int64_t e = 0; e < f_.Dv; ++e) s.vt[static_cast<size_t>(e * BC + c)] = v[e];
+      std::copy(k, k + f_.D, s.kr.data() + c * dp_);
+    }
+  }
+
+  // ---- one (query tile, key tile) pair ----
+  void pair(scratch& s, int64_t b, int64_t h, int64_t i0, int64_t j0, int nk, int64_t chunk) {
+    const int64_t bh = b * f_.H + h;
+    const int rows = static_cast<int>(std::min<int64_t>(BR, f_.L - i0));
+    const int rows_r = static_cast<int>(round_up(rows, RB));
+    const int keys_r = static_cast<int>(round_up(nk, RB));
+    const bool diagonal = f_.causal && j0 + nk - 1 > i0;
+    const bool masked = f_.mask != nullptr || diagonal || nk < BC;
+    if (masked && !load_mask(s, b, h, i0, rows, j0, nk)) return;  // every score hidden
+
+    const float* q = qp_.data() + (bh * lp_ + i0) * dp_;
+    const float* g = gp_.data() + (bh * lp_ + i0) * dvp_;
+    dot_tile(q, dp_, s.kt.data(), f_.D, rows_r, s.s.data());   // S  = Q·Kᵀ
+    dot_tile(g, dvp_, s.vt.data(), f_.Dv, rows_r, s.ds.data()); // dP = dO·Vᵀ
+    softmax_grad(s, bh, i0, rows_r, masked);                    // P, dS = P ∘ (dP − Δ)
+    // dV[c] += Σ_r P[r][c] dO[r];  dK[c] += Σ_r dS[r][c] Q[r] (scale applied when written)
+    update(s.dv.data(), dvp_, keys_r, dvp_ / W, s.s.data(), 1, BC, g, dvp_, rows);
+    update(s.dk.data(), dp_, keys_r, dp_ / W, s.ds.data(), 1, BC, q, dp_, rows);
+    // dQ[r] += Σ_c dS[r][c] K[c], into this chunk's partial dQ.
+    float* dq = dqp_.data() + ((chunk * f_.B * f_.H + bh) * lp_ + i0) * dp_;
+    update(dq, dp_, rows_r, dp_ / W, s.ds.data(), BC, 1, s.kr.data(), dp_, nk);
+  }
+
+  // mt[r][c]: the additive mask in base 2, −inf for causally hidden scores and keys past S.
+  // False when every score of the valid rows is hidden (the pair then adds nothing).
+  bool load_mask(scratch& s, int64_t b, int64_t h, int64_t i0, int rows, int64_t j0, int nk) const {
+    const float* mb = f_.mask == nullptr
+                          ? nullptr
+                          : f_.mask + b * f_.ms[0] + h * f_.ms[1] + i0 * f_.ms[2] + j0 * f_.ms[3];
+    bool any = false;
+    for (int r = 0; r < BR; ++r) {
+      float* row = s.mt.data() + r * BC;
+      for (int c = 0; c < BC; ++c) {
+        float x = 0.0f;
+        if (c >= nk || (f_.causal && j0 + c > i0 + r)) x = -bwd_inf;
+        else if (mb != nullptr) x = mb[r * f_.ms[2] + c * f_.ms[3]] * bwd_log2e;
+        row[c] = x;
+        any |= r < rows && x != -bwd_inf;
+      }
+      if (r + 1 >= rows) {  // padding rows: their offset is +inf, so P = 0 whatever mt holds
+        for (int r2 = r + 1; r2 < BR; ++r2) std::fill_n(s.mt.data() + r2 * BC, BC, 0.0f);
+        break;
+      }
+    }
+    return any;
+  }
+
+  // out[r][c] = Σ_d a[r][d] · bt[d][c] for r < rows (a multiple of RB), every c < BC.
+  void dot_tile(const float* a, int64_t as, const float* bt, int64_t depth, int rows, float* out) const {
+    for (int r0 = 0; r0 < rows; r0 += R)
+      for (int c0 = 0; c0 < BC; c0 += KV * W) dot_block(a + r0 * as, as, bt + c0, depth, out + r0 * BC + c0);
+  }
+
+  void dot_block(const float* a, int64_t as, const float* bt, int64_t depth, float* out) const {
+    vec acc[R][KV];
+    for (int r = 0; r < R; ++r)
+      for (int u = 0; u < KV; ++u) acc[r][u] = V::zero();
+    for (int64_t d = 0; d < depth; ++d) {
+      vec bv[KV];
+      for (int u = 0; u < KV; ++u) bv[u] = V::load(bt + d * BC + u * W);
+      for (int r = 0; r < R; ++r) {
+        const vec av = V::set1(a[r * as + d]);
+        for (int u = 0; u < KV; ++u) acc[r][u] = V::fmadd(av, bv[u], acc[r][u]);
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int u = 0; u < KV; ++u) V::store(out + r * BC + u * W, acc[r][u]);
+  }
+
+  // s ← P = 2^(S·scale·log2 e + mt − off), ds ← P ∘ (dP − Δ), row by row.
+  void softmax_grad(scratch& s, int64_t bh, int64_t i0, int rows, bool masked) const {
+    const vec c2 = V::set1(f_.scale * bwd_log2e);
+    for (int r = 0; r < rows; ++r) {
+      const vec off = V::set1(off_[static_cast<size_t>(bh * lp_ + i0 + r)]);
+      const vec dl = V::set1(delta_[static_cast<size_t>(bh * lp_ + i0 + r)]);
+      float* sr = s.s.data() + r * BC;
+      float* dr = s.ds.data() + r * BC;
+      const float* mr = masked ? s.mt.data() + r * BC : nullptr;
+      for (int c = 0; c < BC; c += W) {
+        vec u = V::mul(V::load(sr + c), c2);
+        if (masked) u = V::add(u, V::load(mr + c));
+        const vec pr = V::exp2(V::sub(u, off));
+        V::store(sr + c, pr);
+        V::store(dr + c, V::mul(pr, V::sub(V::load(dr + c), dl)));
+      }
+    }
+  }
+
+  // out[x][:] += Σ_{y < ny} a[x·ax + y·ay] · rr[y][:] for x < nx (a multiple of RB), nvec
+  // vectors per row: a rank-ny update in register blocks of NR rows × NV vectors.
+  void update(float* out, int64_t os, int nx, int64_t nvec, const float* a, int64_t ax, int64_t ay,
+              const float* rr, int64_t rs, int ny) const {
+    for (int x0 = 0; x0 < nx; x0 += NR) {
+      for (int64_t v0 = 0; v0 < nvec; v0 += NV) {
+        float* o = out + x0 * os + v0 * W;
+        const float* ab = a + x0 * ax;
+        const float* rb = rr + v0 * W;
+        const int64_t n = std::min<int64_t>(NV, nvec - v0);
+        if (n == NV) update_block<NV>(o, os, ab, ax, ay, rb, rs, ny);
+        else if constexpr (NV > 1) update_tail<NV - 1>(n, o, os, ab, ax, ay, rb, rs, ny);
+      }
+    }
+  }
+
+  // The last, narrower block of a row: NVN = n vectors, found by recursion on the template.
+  template <int NVN>
+  void update_tail(int64_t n, float* out, int64_t os, const float* a, int64_t ax, int64_t ay,
+                   const float* rr, int64_t rs, int ny) const {
+    if (n == NVN) update_block<NVN>(out, os, a, ax, ay, rr, rs, ny);
+    else if constexpr (NVN > 1) update_tail<NVN - 1>(n, out, os, a, ax, ay, rr, rs, ny);
+  }
+
+  template <int NVN>
+  void update_block(float* out, int64_t os, const float* a, int64_t ax, int64_t ay, const float* rr,
+                    int64_t rs, int ny) const {
+    vec acc[NR][NVN];
+    for (int x = 0; x < NR; ++x)
+      for (int u = 0; u < NVN; ++u) acc[x][u] = V::load(out + x * os + u * W);
+    for (int y = 0; y < ny; ++y) {
+      vec rv[NVN];
+      for (int u = 0; u < NVN; ++u) rv[u] = V::load(rr + y * rs + u * W);
+      const float* arow = a + y * ay;
+      for (int x = 0; x < NR; ++x) {
+        const vec av = V::set1(arow[x * ax]);
+        for (int u = 0; u < NVN; ++u) acc[x][u] = V::fmadd(av, rv[u], acc[x][u]);
+      }
+    }
+    for (int x = 0; x < NR; ++x)
+      for (int u = 0; u < NVN; ++u) V::store(out + x * os + u * W, acc[x][u]);
+  }
+
+  // dk = scale · Σ dSᵀ·Q, dv = Σ Pᵀ·dO for the tile's valid keys.
+  void write_dkdv(const scratch& s, int64_t b, int64_t hk, int64_t j0, int nk) const {
+    for (int c = 0; c < nk; ++c) {
+      float* dk = p_.dk + ((b * f_.Hkv + hk) * f_.S + j0 + c) * f_.D;
+      float* dv = p_.dv + ((b * f_.Hkv + hk) * f_.S + j0 + c) * f_.Dv;
+      const float* sk = s.dk.data() + c * dp_;
+      const float* sv = s.dv.data() + c * dvp_;
+      for (int64_t d = 0; d < f_.D; ++d) dk[d] = sk[d] * f_.scale;
+      std::copy(sv, sv + f_.Dv, dv);
+    }
+  }
+
+  // dq = scale · (partial₀ + partial₁ + …), always in chunk order.
+  void write_dq(int64_t bh) const {
+    const int64_t stride = f_.B * f_.H * lp_ * dp_;
+    for (int64_t i = 0; i < f_.L; ++i) {
+      float* dq = p_.dq + (bh * f_.L + i) * f_.D;
+      const float* src = dqp_.data() + (bh * lp_ + i) * dp_;
+      for (int64_t d = 0; d < f_.D; ++d) {
+        float x = src[d];
+        for (int64_t c = 1; c < chunks_; ++c) x += src[c * stride + d];
+        dq[d] = x * f_.scale;
+      }
+    }
+  }
+
+  const flash_backward_problem& p_;
+  const flash_problem& f_;
+  const int64_t group_, dp_, dvp_, lp_, qtiles_, ktiles_;
+  int64_t chunks_ = 1;
+  // Shared buffers, written by the preparation pass and read by the work items.
+  std::vector<float> qp_, gp_, delta_, off_, dqp_;
+};
+
+}  // namespace
+}  // namespace attn::kernels

@@ -1,0 +1,441 @@
+// The fused sdpa backward (every instruction set this CPU has) against the float64 reference
+// backward: a randomised sweep of awkward shapes, masks, causal with L ≠ S and grouped-query
+// heads. The bound, as for the forward: each gradient's error is at most twice that of a naive
+// float32 computation of the same formulas. Also: no write outside the outputs, identical bits
+// from run to run and across thread counts, exact zeros for fully masked rows.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attn/mask.hpp"
+#include "attn/sdpa_backward.hpp"
+#include "kernels/flash_backward_problem.hpp"
+
+namespace {
+
+using attn::shape_t;
+using attn::tensor;
+using attn::kernels::flash_backward_problem;
+using attn::kernels::flash_problem;
+
+constexpr float inf = std::numeric_limits<float>::infinity();
+
+tensor random_tensor(const shape_t& shape, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  tensor t(shape);
+  for (float& x : t.values()) x = dist(rng);
+  return t;
+}
+
+struct isa {
+  std::string name;
+  std::function<void(const flash_problem&)> forward;
+  std::function<void(const flash_backward_problem&)> backward;
+};
+
+// The AVX2 path is tested even where AVX-512 is the default.
+std::vector<isa> available_isas() {
+  std::vector<isa> out;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    out.push_back({"avx2", attn::kernels::flash_forward_avx2, attn::kernels::flash_backward_avx2});
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+    out.push_back({"avx512", attn::kernels::flash_forward_avx512, attn::kernels::flash_backward_avx512});
+  return out;
+}
+
+// Output buffers with guard zones on both sides, filled with a pattern the kernel never writes.
+struct guarded {
+  static constexpr size_t guard = 67;
+  static constexpr uint32_t pattern = 0x7fc0dead;  // a quiet NaN with a payload
+  std::vector<float> buf;
+  size_t n;
+  explicit guarded(size_t count) : buf(count + 2 * guard), n(count) {
+    for (float& x : buf) std::memcpy(&x, &pattern, sizeof x);
+  }
+  float* data() { return buf.data() + guard; }
+  std::vector<float> values() const { return {buf.begin() + guard, buf.begin() + guard + n}; }
+  bool guards_intact() const {
+    for (size_t i = 0; i < buf.size(); ++i) {
+      if (i >= guard && i < guard + n) continue;
+      uint32_t u = 0;
+      std::memcpy(&u, &buf[i], sizeof u);
+      if (u != pattern) return false;
+    }
+    return true;
+  }
+};
+
+struct call {
+  tensor q, k, v, g;  // g: the gradient of the loss with respect to the output
+  const tensor* mask = nullptr;
+  bool causal = false;
+  float scale = 0.0f;
+};
+
+void mask_strides(const tensor* mask, int64_t ms[4]) {
+  for (int i = 0; i < 4; ++i) ms[i] = 0;
+  if (mask != nullptr)
+    for (int i = 1; i <= mask->rank(); ++i)
+      if (mask->dim(-i) != 1) ms[4 - i] = mask->strides()[mask->rank() - i];
+}
+
+flash_problem describe(const call& c) {
+  flash_problem p;
+  p.B = c.q.dim(0), p.H = c.q.dim(1), p.L = c.q.dim(2), p.D = c.q.dim(3);
+  p.Hkv = c.k.dim(1), p.S = c.k.dim(2), p.Dv = c.v.dim(3);
+  p.q = c.q.data(), p.k = c.k.data(), p.v = c.v.data();
+  for (int i = 0; i < 3; ++i) {
+    p.qs[i] = c.q.strides()[i];
+    p.ks[i] = c.k.strides()[i];
+    p.vs[i] = c.v.strides()[i];
+  }
+  if (c.mask != nullptr) p.mask = c.mask->data();
+  mask_strides(c.mask, p.ms);
+  p.causal = c.causal;
+  p.scale = c.scale;
+  return p;
+}
+
+struct grads {
+  std::vector<float> dq, dk, dv;
+  bool guards_ok = false;
+};
+
+// The ISA's own forward (for o and lse), then its backward on guarded buffers.
+grads run_fused(const isa& kernel, const call& c) {
+  flash_problem f = describe(c);
+  std::vector<float> o(static_cast<size_t>(f.B * f.H * f.L * f.Dv)), lse(static_cast<size_t>(f.B * f.H * f.L));
+  f.out = o.data();
+  f.lse = lse.data();
+  kernel.forward(f);
+  flash_backward_problem p;
+  p.f = describe(c);
+  p.o = o.data(), p.grad_o = c.g.data(), p.lse = lse.data();
+  for (int i = 0; i < 3; ++i) p.gs[i] = c.g.strides()[i];
+  p.os[0] = f.H * f.L * f.Dv, p.os[1] = f.L * f.Dv, p.os[2] = f.Dv;
+  guarded dq(static_cast<size_t>(f.B * f.H * f.L * f.D)), dk(static_cast<size_t>(f.B * f.Hkv * f.S * f.D)),
+      dv(static_cast<size_t>(f.B * f.Hkv * f.S * f.Dv));
+  p.dq = dq.data(), p.dk = dk.data(), p.dv = dv.data();
+  kernel.backward(p);
+  return {dq.values(), dk.values(), dv.values(),
+          dq.guards_intact() && dk.guards_intact() && dv.guards_intact()};
+}
+
+// The backward in float32, written the obvious way: what "naive fp32" error means in the bound.
+grads naive_float(const call& c) {
+  const int64_t B = c.q.dim(0), H = c.q.dim(1), L = c.q.dim(2), D = c.q.dim(3);
+  const int64_t Hkv = c.k.dim(1), S = c.k.dim(2), Dv = c.v.dim(3);
+  int64_t ms[4];
+  mask_strides(c.mask, ms);
+  grads r{std::vector<float>(static_cast<size_t>(B * H * L * D)),
+          std::vector<float>(static_cast<size_t>(B * Hkv * S * D)),
+          std::vector<float>(static_cast<size_t>(B * Hkv * S * Dv)), true};
+  std::vector<float> p(static_cast<size_t>(S)), dp(static_cast<size_t>(S));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < L; ++i) {
+        const int64_t hk = h / (H / Hkv);
+        float mx = -inf;
+        for (int64_t j = 0; j < S; ++j) {
+          float dot = 0.0f;
+          for (int64_t d = 0; d < D; ++d) dot += c.q.at({b, h, i, d}) * c.k.at({b, hk, j, d});
+          p[j] = dot * c.scale;
+          if (c.mask != nullptr) p[j] += c.mask->data()[b * ms[0] + h * ms[1] + i * ms[2] + j * ms[3]];
+          if (c.causal && j > i) p[j] = -inf;
+          mx = std::max(mx, p[j]);
+        }
+        if (mx == -inf) continue;
+        float sum = 0.0f;
+        for (int64_t j = 0; j < S; ++j) sum += (p[j] = std::exp(p[j] - mx));
+        for (int64_t j = 0; j < S; ++j) {
+          p[j] /= sum;
+          float x = 0.0f;
+          for (int64_t e = 0; e < Dv; ++e) x += c.g.at({b, h, i, e}) * c.v.at({b, hk, j, e});
+          dp[j] = x;
+        }
+        // Δ_i = Σ_j p_ij dp_ij, computed as do_i · o_i (FlashAttention's formula, and the
+        // kernel's): o_i rounded to float first.
+        float row = 0.0f;
+        for (int64_t e = 0; e < Dv; ++e) {
+          float o = 0.0f;
+          for (int64_t j = 0; j < S; ++j) o += p[j] * c.v.at({b, hk, j, e});
+          row += c.g.at({b, h, i, e}) * o;
+        }
+        for (int64_t j = 0; j < S; ++j) {
+          const float ds = p[j] * (dp[j] - row) * c.scale;
+          for (int64_t e = 0; e < Dv; ++e) r.dv[((b * Hkv + hk) * S + j) * Dv + e] += p[j] * c.g.at({b, h, i, e});
+          for (int64_t d = 0; d < D; ++d) {
+            r.dq[((b * H + h) * L + i) * D + d] += ds * c.k.at({b, hk, j, d});
+            r.dk[((b * Hkv + hk) * S + j) * D + d] += ds * c.q.at({b, h, i, d});
+          }
+        }
+      }
+  return r;
+}
+
+double max_abs_error(const std::vector<float>& got, const tensor& want) {
+  double err = 0.0;
+  const auto w = want.values();
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double e = std::fabs(static_cast<double>(got[i]) - static_cast<double>(w[i]));
+    if (std::isnan(e)) return inf;
+    err = std::max(err, e);
+  }
+  return err;
+}
+
+double max_abs(const tensor& t) {
+  double m = 0.0;
+  for (float x : t.values()) m = std::max(m, static_cast<double>(std::fabs(x)));
+  return m;
+}
+
+enum class mask_kind { none, additive_ls, bool_per_key, additive_full };
+
+struct sweep_case {
+  int64_t B, H, Hkv, L, S, D, Dv;
+  bool causal;
+  mask_kind mask;
+};
+
+std::string describe(const sweep_case& c) {
+  const char* masks[] = {"none", "additive [L,S]", "bool [B,1,1,S]", "additive [B,H,L,S]"};
+  return "B " + std::to_string(c.B) + " H " + std::to_string(c.H) + " Hkv " + std::to_string(c.Hkv) +
+         " L " + std::to_string(c.L) + " S " + std::to_string(c.S) + " D " + std::to_string(c.D) +
+         " Dv " + std::to_string(c.Dv) + (c.causal ? " causal" : "") + " mask " +
+         masks[static_cast<int>(c.mask)];
+}
+
+tensor make_mask(mask_kind kind, const sweep_case& sc, std::mt19937& rng) {
+  std::bernoulli_distribution hide(0.3);
+  tensor mask;
+  switch (kind) {
+    case mask_kind::none: break;
+    case mask_kind::additive_ls:
+      mask = random_tensor({sc.L, sc.S}, rng, -2.0f, 2.0f);
+      for (float& x : mask.values())
+        if (hide(rng)) x = -inf;
+      break;
+    case mask_kind::bool_per_key: {
+      tensor keep({sc.B, 1, 1, sc.S});
+      for (float& x : keep.values()) x = hide(rng) ? 0.0f : 1.0f;
+      mask = attn::additive_mask_from_bool(keep, /*keep_when=*/true);
+      break;
+    }
+    case mask_kind::additive_full:
+      mask = random_tensor({sc.B, sc.H, sc.L, sc.S}, rng, -1.0f, 1.0f);
+      for (float& x : mask.values())
+        if (hide(rng)) x = -inf;
+      break;
+  }
+  return mask;
+}
+
+void check_case(const sweep_case& sc, std::mt19937& rng, const std::vector<isa>& isas) {
+  SCOPED_TRACE(describe(sc));
+  call c;
+  // Scores of a few units: softmax neither flat nor one-hot.
+  const float spread = 2.0f / std::sqrt(std::sqrt(static_cast<float>(sc.D)));
+  c.q = random_tensor({sc.B, sc.H, sc.L, sc.D}, rng, -spread, spread);
+  c.k = random_tensor({sc.B, sc.Hkv, sc.S, sc.D}, rng, -spread, spread);
+  c.v = random_tensor({sc.B, sc.Hkv, sc.S, sc.Dv}, rng);
+  c.g = random_tensor({sc.B, sc.H, sc.L, sc.Dv}, rng);
+  c.causal = sc.causal;
+  c.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(sc.D)));
+  const tensor mask = make_mask(sc.mask, sc, rng);
+  if (sc.mask != mask_kind::none) c.mask = &mask;
+
+  attn::sdpa_options options;
+  options.causal = c.causal;
+  options.attn_mask = c.mask;
+  options.scale = attn::scale_spec::parse(std::to_string(c.scale));
+  const attn::sdpa_gradients want = attn::ref::sdpa_backward(c.q, c.k, c.v, c.g, options);
+  const grads naive = naive_float(c);
+  // A floor for dq and dk: dS = P ∘ (dP − Δ) takes the difference of two dot products of
+  // length Dv (dP_ij = do_i·v_j, Δ_i = do_i·o_i) that may cancel exactly (one visible key: then
+  // dq = dk = 0), and the kernel sums them in another order than the naive loop, so a rounding
+  // of e = 4 ε · max_i Σ_e |do_ie| · max|v| is allowed per dS term. It reaches dq_i through
+  // scale Σ_j P_ij k_j (at most e · scale · max|k|) and dk_j through scale Σ_i P_ij q_i (at most
+  // e · scale · max|q| · the largest column sum of P over the queries of a K/V head).
+  double row_g = 0.0;
+  for (int64_t r = 0; r < c.g.numel() / sc.Dv; ++r) {
+    double x = 0.0;
+    for (int64_t e = 0; e < sc.Dv; ++e) x += std::fabs(c.g.values()[static_cast<size_t>(r * sc.Dv + e)]);
+    row_g = std::max(row_g, x);
+  }
+  const double e_term = 4.0 * FLT_EPSILON * row_g * max_abs(c.v);
+  tensor weights;
+  attn::ref::sdpa(c.q, c.k, c.v, options, &weights);
+  std::vector<double> colsum(static_cast<size_t>(sc.B * sc.Hkv * sc.S), 0.0);
+  for (int64_t b = 0; b < sc.B; ++b)
+    for (int64_t h = 0; h < sc.H; ++h)
+      for (int64_t i = 0; i < sc.L; ++i)
+        for (int64_t j = 0; j < sc.S; ++j)
+          colsum[static_cast<size_t>((b * sc.Hkv + h / (sc.H / sc.Hkv)) * sc.S + j)] += weights.at({b, h, i, j});
+  const double max_colsum = *std::max_element(colsum.begin(), colsum.end());
+  const double floors[] = {e_term * c.scale * max_abs(c.k), e_term * c.scale * max_abs(c.q) * max_colsum, 0.0};
+  struct part {
+    const char* name;
+    const std::vector<float>& naive;
+    const tensor& want;
+  };
+  const part parts[] = {{"dq", naive.dq, want.dq}, {"dk", naive.dk, want.dk}, {"dv", naive.dv, want.dv}};
+  for (const isa& kernel : isas) {
+    SCOPED_TRACE(kernel.name);
+    const grads got = run_fused(kernel, c);
+    EXPECT_TRUE(got.guards_ok) << "a write outside the gradients";
+    const std::vector<float>* fused[] = {&got.dq, &got.dk, &got.dv};
+    for (int i = 0; i < 3; ++i) {
+      const double naive_err = max_abs_error(parts[i].naive, parts[i].want);
+      // Where the naive error is itself tiny (a handful of terms), allow a few float ulps of
+      // the largest gradient: the fused kernel sums in another order.
+      const double bound =
+          std::max({2.0 * naive_err, 4.0 * FLT_EPSILON * max_abs(parts[i].want), floors[i]});
+      const double err = max_abs_error(*fused[i], parts[i].want);
+      EXPECT_LE(err, bound) << parts[i].name << ": naive float32 error " << naive_err
+                            << ", largest gradient " << max_abs(parts[i].want);
+    }
+  }
+}
+
+TEST(sdpa_backward_fused, random_sweep_against_reference) {
+  const std::vector<isa> isas = available_isas();
+  if (isas.empty()) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512: no fused kernel";
+  const std::vector<int64_t> lengths = {1, 2, 3, 7, 63, 64, 65, 127, 129};
+  const std::vector<int64_t> dims = {8, 16, 59, 64, 80, 128};
+  std::mt19937 rng(2027);
+  std::uniform_int_distribution<size_t> pick_len(0, lengths.size() - 1), pick_dim(0, dims.size() - 1);
+  for (int tries = 0; tries < 40; ++tries) {
+    sweep_case sc{};
+    sc.L = lengths[pick_len(rng)];
+    sc.S = lengths[pick_len(rng)];
+    sc.D = dims[pick_dim(rng)];
+    sc.Dv = (tries % 3 == 0) ? dims[pick_dim(rng)] : sc.D;
+    sc.B = 1 + tries % 2;
+    sc.Hkv = 1 + (tries / 2) % 2;
+    sc.H = sc.Hkv * (1 + (tries / 4) % 3);  // GQA groups of 1, 2, 3
+    sc.causal = tries % 5 < 2;
+    sc.mask = static_cast<mask_kind>(tries % 4);
+    check_case(sc, rng, isas);
+  }
+}
+
+TEST(sdpa_backward_fused, every_length_and_head_size_once) {
+  // Each listed size at least once, on cheap partners, so the sweep's luck cannot leave one out.
+  const std::vector<isa> isas = available_isas();
+  if (isas.empty()) GTEST_SKIP() << "no fused kernel on this CPU";
+  std::mt19937 rng(17);
+  for (int64_t n : {1, 2, 3, 7, 63, 64, 65, 127, 129}) {
+    check_case({1, 2, 1, n, 33, 16, 16, false, mask_kind::none}, rng, isas);
+    check_case({1, 1, 1, 17, n, 16, 16, true, mask_kind::additive_ls}, rng, isas);
+  }
+  for (int64_t d : {8, 16, 59, 64, 80, 128})
+    check_case({1, 2, 2, 37, 70, d, d, true, mask_kind::bool_per_key}, rng, isas);
+  check_case({2, 4, 2, 65, 129, 64, 48, false, mask_kind::additive_full}, rng, isas);
+}
+
+TEST(sdpa_backward_fused, causal_with_fewer_and_more_queries_than_keys) {
+  const std::vector<isa> isas = available_isas();
+  if (isas.empty()) GTEST_SKIP() << "no fused kernel on this CPU";
+  std::mt19937 rng(18);
+  for (auto [L, S] : std::vector<std::pair<int64_t, int64_t>>{{7, 129}, {129, 7}, {65, 300}, {300, 65}})
+    check_case({1, 2, 1, L, S, 32, 32, true, mask_kind::none}, rng, isas);
+}
+
+TEST(sdpa_backward_fused, fully_masked_rows_give_exact_zero_gradients) {
+  const std::vector<isa> isas = available_isas();
+  if (isas.empty()) GTEST_SKIP() << "no fused kernel on this CPU";
+  std::mt19937 rng(19);
+  call c;
+  c.q = random_tensor({1, 2, 70, 16}, rng);
+  c.k = random_tensor({1, 2, 200, 16}, rng);
+  c.v = random_tensor({1, 2, 200, 16}, rng);
+  c.g = random_tensor({1, 2, 70, 16}, rng);
+  c.scale = 0.25f;
+  tensor mask({70, 200}, 0.0f);
+  for (int64_t j = 0; j < 200; ++j) {
+    mask.at({5, j}) = -inf;                 // row 5: nothing to attend to
+    if (j < 128) mask.at({40, j}) = -inf;   // row 40: only the last key tiles
+  }
+  for (int64_t i = 0; i < 70; ++i)
+    for (int64_t j = 64; j < 128; ++j) mask.at({i, j}) = -inf;  // a whole key tile hidden
+  c.mask = &mask;
+  attn::sdpa_options o;
+  o.attn_mask = &mask;
+  o.scale = attn::scale_spec::parse("0.25");
+  const attn::sdpa_gradients want = attn::ref::sdpa_backward(c.q, c.k, c.v, c.g, o);
+  for (const isa& kernel : isas) {
+    SCOPED_TRACE(kernel.name);
+    const grads got = run_fused(kernel, c);
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t d = 0; d < 16; ++d) EXPECT_EQ(got.dq[(h * 70 + 5) * 16 + d], 0.0f);
+    // Keys nobody may see get exactly zero dk and dv.
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t j = 64; j < 128; ++j)
+        for (int64_t d = 0; d < 16; ++d) {
+          EXPECT_EQ(got.dk[(h * 200 + j) * 16 + d], 0.0f);
+          EXPECT_EQ(got.dv[(h * 200 + j) * 16 + d], 0.0f);
+        }
+    EXPECT_LE(max_abs_error(got.dq, want.dq), 1e-5);
+    EXPECT_LE(max_abs_error(got.dk, want.dk), 1e-5);
+    EXPECT_LE(max_abs_error(got.dv, want.dv), 1e-5);
+  }
+}
+
+TEST(sdpa_backward_fused, same_bits_every_run_and_every_thread_count) {
+  std::mt19937 rng(20);
+  const tensor q = random_tensor({1, 4, 300, 64}, rng), k = random_tensor({1, 2, 333, 64}, rng);
+  const tensor v = random_tensor({1, 2, 333, 64}, rng), g = random_tensor({1, 4, 300, 64}, rng);
+  attn::sdpa_options o;
+  o.causal = true;
+  tensor lse;
+  const tensor out = attn::sdpa_forward(q, k, v, o, lse);
+  const int threads = omp_get_max_threads();
+  const attn::sdpa_gradients first = attn::sdpa_backward(q, k, v, out, lse, g, o);
+  const attn::sdpa_gradients again = attn::sdpa_backward(q, k, v, out, lse, g, o);
+  omp_set_num_threads(1);
+  const attn::sdpa_gradients one = attn::sdpa_backward(q, k, v, out, lse, g, o);
+  omp_set_num_threads(3);
+  const attn::sdpa_gradients three = attn::sdpa_backward(q, k, v, out, lse, g, o);
+  omp_set_num_threads(threads);
+  const auto same = [](const tensor& a, const tensor& b) {
+    return std::memcmp(a.data(), b.data(), a.values().size() * sizeof(float)) == 0;
+  };
+  for (const attn::sdpa_gradients* other : {&again, &one, &three}) {
+    EXPECT_TRUE(same(first.dq, other->dq));
+    EXPECT_TRUE(same(first.dk, other->dk));
+    EXPECT_TRUE(same(first.dv, other->dv));
+  }
+}
+
+TEST(sdpa_backward_fused, entry_points_agree_with_the_reference) {
+  // attn::sdpa_forward's lse and the strided-input path of attn::sdpa_backward.
+  std::mt19937 rng(21);
+  const tensor qs = random_tensor({2, 37, 3, 16}, rng), ks = random_tensor({2, 41, 3, 16}, rng);
+  const tensor vs = random_tensor({2, 41, 3, 16}, rng), g = random_tensor({2, 3, 37, 16}, rng);
+  const tensor q = qs.transpose(1, 2), k = ks.transpose(1, 2), v = vs.transpose(1, 2);
+  attn::sdpa_options o;
+  tensor lse, ref_lse;
+  const tensor out = attn::sdpa_forward(q, k, v, o, lse);
+  attn::ref::sdpa_forward(q, k, v, o, ref_lse);
+  for (size_t i = 0; i < lse.values().size(); ++i) EXPECT_NEAR(lse.values()[i], ref_lse.values()[i], 1e-5);
+  const attn::sdpa_gradients got = attn::sdpa_backward(q, k, v, out, lse, g, o);
+  const attn::sdpa_gradients want = attn::ref::sdpa_backward(q, k, v, g, o);
+  EXPECT_LE(max_abs_error({got.dq.values().begin(), got.dq.values().end()}, want.dq), 1e-5);
+  EXPECT_LE(max_abs_error({got.dk.values().begin(), got.dk.values().end()}, want.dk), 1e-5);
+  EXPECT_LE(max_abs_error({got.dv.values().begin(), got.dv.values().end()}, want.dv), 1e-5);
+  o.kernel = attn::sdpa_kernel::reference;
+  const attn::sdpa_gradients r = attn::sdpa_backward(q, k, v, out, lse, g, o);
+  EXPECT_EQ(std::memcmp(r.dq.data(), want.dq.data(), want.dq.values().size() * sizeof(float)), 0);
+}
+
+}  // namespace
