@@ -45,5 +45,8 @@ void add_neighbors_command(CLI::App& app);
 void add_mha_command(CLI::App& app);
 void add_sdpa_command(CLI::App& app);
 void add_vectors_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_predict_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
 
 }  // namespace attn::cli

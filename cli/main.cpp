@@ -30,11 +30,18 @@ const std::map<std::string, std::string> synopses = {
      "[--attn-weights-out AW.npy]"},
     {"sdpa",
      "attn sdpa --query Q.npy --key K.npy --value V.npy [--causal] [--scale S] "
-     "[--attn-mask M.npy] [--kernel fused|reference] -o OUT.npy"},
+     "[--attn-mask M.npy] [--kernel fused|reference] -o OUT.npy "
+     "[--grad-output G.npy --dq DQ.npy --dk DK.npy --dv DV.npy]"},
     {"bench",
      "attn bench [--causal] [--backward] [--threads T] [--reps R] [--kernel fused|reference] "
      "[--json] [--peak] B,N,H,D …"},
     {"vectors", "attn vectors convert IN OUT [--top N] [--dtype f32|f16] | attn vectors info PATH"},
+    {"train",
+     "attn train --task next-word|classify --data FILE [--valid FILE] [--vectors PATH | "
+     "--learn-embeddings DIM] [--heads H] [--epochs N] [--lr X] [--batch N] [--seed S] "
+     "-o MODEL.safetensors"},
+    {"predict", "attn predict --model MODEL [--top K] TEXT"},
+    {"eval", "attn eval --model MODEL --data FILE"},
 };
 
 // The deepest subcommand the user named, or "" for the top level.
@@ -49,8 +56,9 @@ void print_usage_hint(const CLI::App& app) {
   if (it != synopses.end())
     fmt::print(stderr, "usage: {}\nrun 'attn {} --help' for more\n", it->second, command);
   else
-    fmt::print(stderr, "usage: attn <bench|embed|explain|heatmap|neighbors|mha|sdpa|vectors> …\n"
-                       "run 'attn --help' for more\n");
+    fmt::print(stderr,
+               "usage: attn <bench|embed|explain|heatmap|neighbors|mha|sdpa|vectors|train|predict|"
+               "eval> …\nrun 'attn --help' for more\n");
 }
 
 }  // namespace
@@ -69,6 +77,9 @@ int main(int argc, char** argv) {
   attn::cli::add_mha_command(app);
   attn::cli::add_sdpa_command(app);
   attn::cli::add_vectors_command(app);
+  attn::cli::add_train_command(app);
+  attn::cli::add_predict_command(app);
+  attn::cli::add_eval_command(app);
 
   try {
     app.parse(argc, argv);

@@ -35,6 +35,7 @@ network<T>::network(const network_shape& s) : shape_(s) {
   const int64_t e = s.width, in = s.embed;
   embedding = make<T>("embedding.weight", {s.vocabulary, in}, false);
   embedding.trainable = s.train_embeddings;
+  if (!embedding.trainable) embedding.grad.clear();  // frozen: 50,000 GloVe rows need no gradient
   position = make<T>("position.weight", {s.positions, in}, false);
   wq = make<T>("attention.q_proj_weight", {e, in}, true);
   wk = make<T>("attention.k_proj_weight", {e, in}, true);
@@ -68,7 +69,8 @@ std::vector<const parameter<T>*> network<T>::parameters() const {
 
 template <class T>
 void network<T>::zero_grad() {
-  for (parameter<T>* p : parameters()) std::fill(p->grad.begin(), p->grad.end(), T(0));
+  for (parameter<T>* p : parameters())
+    if (p->trainable) std::fill(p->grad.begin(), p->grad.end(), T(0));
 }
 
 template <class T>

@@ -1,0 +1,44 @@
+// attn eval: accuracy and loss of a trained model on a data file, as one JSON line.
+#include <fmt/format.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "attn/text_model.hpp"
+#include "cli_common.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+struct eval_args {
+  std::string model, data;
+};
+
+void run(const eval_args& args) {
+  const text_model model = text_model::load(args.model);
+  const evaluation e = model.evaluate(args.data);
+  if (e.unknown_words > 0)
+    warn(fmt::format("{}: {} words without an embedding skipped", args.data, e.unknown_words));
+  if (e.skipped > 0)
+    warn(fmt::format("{}: {} {} skipped (nothing known to predict from, or a {} the model "
+                     "cannot output)",
+                     args.data, e.skipped,
+                     model.config().task == text_task::classify ? "lines" : "next words",
+                     model.config().task == text_task::classify ? "label" : "word"));
+  const nlohmann::json j = {{"accuracy", e.accuracy}, {"loss", e.loss}, {"n", e.n}};
+  write_output("-", j.dump() + "\n");
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  auto args = std::make_shared<eval_args>();
+  CLI::App* sub = app.add_subcommand(
+      "eval", "Accuracy and loss of a trained model on a data file: one JSON line");
+  sub->add_option("--model", args->model, "Model file from attn train")->required();
+  sub->add_option("--data", args->data, "Data in the model's task format")->required();
+  sub->callback([args] { run(*args); });
+}
+
+}  // namespace attn::cli

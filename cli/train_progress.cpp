@@ -1,0 +1,52 @@
+#include "train_progress.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace attn::cli {
+
+std::string format_duration(double seconds) {
+  const auto s = static_cast<int64_t>(std::llround(std::max(0.0, seconds)));
+  if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+  return fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+train_progress::train_progress() : terminal_(isatty(STDERR_FILENO) != 0) {}
+
+train_progress::~train_progress() { clear(); }
+
+void train_progress::clear() {
+  if (drawn_) fmt::print(stderr, "\r\x1b[K");
+  drawn_ = false;
+}
+
+void train_progress::step(const train_step_report& r) {
+  if (!terminal_) return;
+  const auto now = std::chrono::steady_clock::now();
+  // At most ten redraws a second, but always the epoch's last step.
+  if (drawn_ && r.step != r.steps && now - last_ < std::chrono::milliseconds(100)) return;
+  last_ = now;
+  constexpr int64_t width = 20;
+  const int64_t filled = r.steps > 0 ? r.step * width / r.steps : width;
+  fmt::print(stderr, "\r\x1b[Kepoch {}/{} [{}{}] step {}/{}  loss {:.4f}  {:.0f} tokens/s  ETA {}",
+             r.epoch, r.epochs, std::string(static_cast<size_t>(filled), '#'),
+             std::string(static_cast<size_t>(width - filled), '.'), r.step, r.steps, r.loss,
+             r.tokens_per_second, format_duration(r.eta_seconds));
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+void train_progress::epoch(const train_epoch_report& r) {
+  clear();
+  fmt::print(stderr, "epoch {}/{}  loss {:.4f}  {} accuracy {:.4f} (n {})  {:.0f} tokens/s  {:.1f} s\n",
+             r.epoch, r.epochs, r.loss, r.on_validation ? "valid" : "train", r.accuracy, r.n,
+             r.tokens_per_second, r.seconds);
+  std::fflush(stderr);
+}
+
+}  // namespace attn::cli

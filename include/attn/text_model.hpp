@@ -1,0 +1,93 @@
+// A trained text model (seed 003's simple language model, generalised): tokens → word
+// embeddings (+ learned positions) → multi-head self-attention → mean of the contextual
+// embeddings → MLP (linear → ReLU → linear) → logits over the next words or the labels.
+// Trained by attn::train_text_model (attn/train.hpp); saved as safetensors with the weights
+// and, in "__metadata__", the configuration and the vocabulary/labels, so a model file is all
+// predict and evaluate need.
+//
+//   auto model = attn::text_model::load("model.safetensors");
+//   attn::prediction p = model.predict("not like", 3);   // p.top[0].label == "hate"
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attn {
+
+enum class text_task {
+  next_word,  // each prefix of a line predicts the line's next word
+  classify,   // "label<TAB>text" lines
+};
+std::string task_name(text_task task);  // "next-word", "classify"
+
+// Where the input embeddings come from.
+enum class embedding_source {
+  default_vectors,  // the embedded GloVe, frozen; not copied into the model file
+  stored,           // a table in the model file (pre-trained, fine-tuned or learned)
+};
+
+struct text_model_config {
+  text_task task = text_task::next_word;
+  embedding_source embeddings = embedding_source::default_vectors;
+  bool embeddings_trained = false;  // fine-tuned or learned from scratch
+  int64_t embed_dim = 0;            // the word vectors' width
+  int64_t dim = 0;                  // the attention's width E
+  int64_t heads = 1;
+  int64_t hidden = 0;               // the MLP's hidden width
+  int64_t max_positions = 0;        // learned positional embeddings (0: none)
+};
+
+struct scored_label {
+  std::string label;
+  double probability;
+};
+
+struct prediction {
+  std::vector<scored_label> top;     // best first
+  std::vector<std::string> unknown;  // words of the text the model has no embedding for
+  int64_t tokens_used = 0;
+};
+
+struct evaluation {
+  double accuracy = 0, loss = 0;
+  int64_t n = 0;                 // predictions scored (sentences, or next words)
+  int64_t unknown_words = 0;     // words skipped: no embedding
+  int64_t skipped = 0;           // lines (or next words) skipped: nothing known to predict from,
+                                 // or a label / word the model cannot output
+};
+
+class text_model {
+ public:
+  text_model();
+  ~text_model();
+  text_model(text_model&&) noexcept;
+  text_model& operator=(text_model&&) noexcept;
+
+  static text_model load(const std::string& path);
+  // From safetensors bytes; `source` names them in errors.
+  static text_model decode(const std::string& bytes, const std::string& source);
+  std::string encode() const;  // safetensors bytes (float32)
+
+  const text_model_config& config() const;
+  const std::vector<std::string>& outputs() const;  // the output words, or the labels
+  int64_t input_vocabulary() const;                 // words with an embedding
+
+  // The k most likely next words (or labels) for the text. A text with no known word is a
+  // usage error.
+  prediction predict(std::string_view text, int64_t k) const;
+  // Accuracy and mean cross-entropy over a data file in the task's format.
+  evaluation evaluate(const std::string& path) const;
+
+  struct impl;
+  explicit text_model(std::unique_ptr<impl> p);
+  impl& internals() { return *impl_; }
+  const impl& internals() const { return *impl_; }
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace attn

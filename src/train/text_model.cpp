@@ -1,0 +1,265 @@
+// attn::text_model: the model file (safetensors + metadata), prediction and evaluation.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <optional>
+
+#include "attn/error.hpp"
+#include "attn/safetensors.hpp"
+#include "attn/tokenizer.hpp"
+#include "attn/vectors.hpp"
+#include "io/read_file.hpp"
+#include "nn/cross_entropy.hpp"
+#include "train/text_model_impl.hpp"
+
+namespace attn {
+
+namespace {
+
+constexpr const char* model_format = "attn-text-model/1";
+
+std::string embedding_name(embedding_source s) {
+  return s == embedding_source::default_vectors ? "default" : "stored";
+}
+
+}  // namespace
+
+std::string task_name(text_task task) {
+  return task == text_task::next_word ? "next-word" : "classify";
+}
+
+text_model::impl::impl(text_model_config c, train::word_index in, train::word_index out)
+    : config(c),
+      inputs(std::move(in)),
+      outputs(std::move(out)),
+      net(train::network_shape_for(c, inputs.size(), outputs.size())) {}
+
+text_model::text_model() = default;
+text_model::~text_model() = default;
+text_model::text_model(text_model&&) noexcept = default;
+text_model& text_model::operator=(text_model&&) noexcept = default;
+text_model::text_model(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+const text_model_config& text_model::config() const { return impl_->config; }
+const std::vector<std::string>& text_model::outputs() const { return impl_->outputs.words(); }
+int64_t text_model::input_vocabulary() const { return impl_->inputs.size(); }
+
+std::string text_model::encode() const {
+  const impl& m = *impl_;
+  safetensors_file file;
+  for (const nn::parameter<float>* p : m.net.parameters()) {
+    // The embedded default vectors are in every attn binary: the model names them instead.
+    if (p == &m.net.embedding && m.config.embeddings == embedding_source::default_vectors)
+      continue;
+    file.tensors.emplace(p->name, tensor(p->shape, p->value));
+  }
+  const text_model_config& c = m.config;
+  nlohmann::json config = {{"task", task_name(c.task)},
+                           {"embeddings", embedding_name(c.embeddings)},
+                           {"embeddings_trained", c.embeddings_trained},
+                           {"embed_dim", c.embed_dim},
+                           {"dim", c.dim},
+                           {"heads", c.heads},
+                           {"hidden", c.hidden},
+                           {"max_positions", c.max_positions}};
+  file.metadata["format"] = model_format;
+  file.metadata["config"] = config.dump();
+  file.metadata["outputs"] = nlohmann::json(m.outputs.words()).dump();
+  if (c.embeddings == embedding_source::stored)
+    file.metadata["input_words"] = nlohmann::json(m.inputs.words()).dump();
+  if (!m.training.empty()) file.metadata["training"] = m.training;
+  return encode_safetensors(file);
+}
+
+text_model text_model::load(const std::string& path) {
+  return decode(read_file(path), path);
+}
+
+text_model text_model::decode(const std::string& bytes, const std::string& source) {
+  safetensors_file file = parse_safetensors(bytes, source);
+  const auto meta = [&](const char* key) -> const std::string& {
+    auto it = file.metadata.find(key);
+    if (it == file.metadata.end())
+      throw_input(source, fmt::format("not an attn text model: no '{}' in __metadata__", key));
+    return it->second;
+  };
+  if (meta("format") != model_format)
+    throw_input(source, fmt::format("unsupported model format '{}' (expected '{}')",
+                                    meta("format"), model_format));
+  text_model_config c;
+  std::vector<std::string> outputs, input_words;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(meta("config"));
+    const std::string task = j.at("task").get<std::string>();
+    if (task != "next-word" && task != "classify") throw std::runtime_error("unknown task " + task);
+    c.task = task == "classify" ? text_task::classify : text_task::next_word;
+    const std::string emb = j.at("embeddings").get<std::string>();
+    if (emb != "default" && emb != "stored") throw std::runtime_error("unknown embeddings " + emb);
+    c.embeddings = emb == "default" ? embedding_source::default_vectors : embedding_source::stored;
+    c.embeddings_trained = j.at("embeddings_trained").get<bool>();
+    c.embed_dim = j.at("embed_dim").get<int64_t>();
+    c.dim = j.at("dim").get<int64_t>();
+    c.heads = j.at("heads").get<int64_t>();
+    c.hidden = j.at("hidden").get<int64_t>();
+    c.max_positions = j.at("max_positions").get<int64_t>();
+    outputs = nlohmann::json::parse(meta("outputs")).get<std::vector<std::string>>();
+    if (c.embeddings == embedding_source::stored)
+      input_words = nlohmann::json::parse(meta("input_words")).get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw_input(source, fmt::format("bad model metadata: {}", e.what()));
+  } catch (const std::runtime_error& e) {
+    if (dynamic_cast<const attn::error*>(&e) != nullptr) throw;
+    throw_input(source, fmt::format("bad model metadata: {}", e.what()));
+  }
+  if (c.embed_dim <= 0 || c.dim <= 0 || c.heads <= 0 || c.dim % c.heads != 0 || c.hidden <= 0 ||
+      c.max_positions < 0 || c.max_positions > (int64_t{1} << 20) || outputs.empty())
+    throw_input(source, "bad model metadata: sizes out of range");
+
+  std::optional<vectors> defaults;
+  if (c.embeddings == embedding_source::default_vectors) {
+    defaults = vectors::load_default();
+    if (defaults->dim() != c.embed_dim)
+      throw_input(source, fmt::format("the model expects {}-dimensional default vectors, this "
+                                      "attn has {}", c.embed_dim, defaults->dim()));
+    input_words.reserve(static_cast<size_t>(defaults->size()));
+    for (int64_t i = 0; i < defaults->size(); ++i) input_words.emplace_back(defaults->word(i));
+  }
+  auto m = std::make_unique<impl>(c, train::word_index(input_words), train::word_index(outputs));
+  if (m->inputs.size() != static_cast<int64_t>(input_words.size()) ||
+      m->outputs.size() != static_cast<int64_t>(outputs.size()))
+    throw_input(source, "bad model metadata: repeated words or labels");
+  for (nn::parameter<float>* p : m->net.parameters()) {
+    if (p == &m->net.embedding && defaults) {
+      for (int64_t i = 0; i < defaults->size(); ++i) {
+        auto row = defaults->vector(i);
+        std::copy(row.begin(), row.end(), p->value.begin() + i * c.embed_dim);
+      }
+      continue;
+    }
+    auto it = file.tensors.find(p->name);
+    if (it == file.tensors.end()) throw_input(source, fmt::format("missing tensor '{}'", p->name));
+    if (it->second.shape() != p->shape)
+      throw_input(source, fmt::format("tensor '{}' has shape {}, expected {}", p->name,
+                                      shape_to_string(it->second.shape()),
+                                      shape_to_string(p->shape)));
+    const tensor t = it->second.contiguous();
+    std::copy(t.values().begin(), t.values().end(), p->value.begin());
+  }
+  if (auto it = file.metadata.find("training"); it != file.metadata.end()) m->training = it->second;
+  return text_model(std::move(m));
+}
+
+prediction text_model::predict(std::string_view text, int64_t k) const {
+  const impl& m = *impl_;
+  train::text_example example;
+  example.tokens = tokenize(text);
+  data_summary summary;
+  // Only the inputs matter here: the example is encoded as a sentence to classify.
+  train::encoded_example e =
+      train::encode_example(example, text_task::classify, m.inputs, m.outputs,
+                            m.config.max_positions, summary);
+  prediction p;
+  for (const std::string& t : example.tokens)
+    if (m.inputs.find(t) < 0) p.unknown.push_back(t);
+  p.tokens_used = static_cast<int64_t>(e.inputs.size());
+  if (e.inputs.empty()) throw_usage("no word of the text is known to the model");
+  // The whole text is one prefix (next-word) or one sentence (classify): pool all its tokens.
+  nn::batch b = train::make_batch({&e}, text_task::classify);
+  b.rows = {{0, b.length}};
+  b.targets.clear();
+  nn::network_cache<float> cache;
+  m.net.forward(b, cache);
+  const auto classes = static_cast<size_t>(m.outputs.size());
+  std::vector<double> probs(classes);
+  const double top = *std::max_element(cache.logits.begin(), cache.logits.end());
+  double sum = 0;
+  for (size_t i = 0; i < classes; ++i) sum += probs[i] = std::exp(cache.logits[i] - top);
+  std::vector<size_t> order(classes);
+  std::iota(order.begin(), order.end(), size_t{0});
+  // Ties go to the earlier class, so the answer never depends on the sort's whims.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b2) { return probs[a] > probs[b2]; });
+  const auto count = static_cast<size_t>(std::clamp<int64_t>(k, 1, static_cast<int64_t>(classes)));
+  for (size_t i = 0; i < count; ++i)
+    p.top.push_back({m.outputs.words()[order[i]], probs[order[i]] / sum});
+  return p;
+}
+
+evaluation text_model::evaluate(const std::string& path) const {
+  const impl& m = *impl_;
+  const std::vector<train::text_example> examples = train::read_examples(path, m.config.task);
+  data_summary summary;
+  std::vector<train::encoded_example> encoded;
+  evaluation result;
+  for (const train::text_example& ex : examples) {
+    train::encoded_example e =
+        train::encode_example(ex, m.config.task, m.inputs, m.outputs, m.config.max_positions, summary);
+    if (m.config.task == text_task::classify) {
+      if (e.label < 0 || e.inputs.empty()) ++result.skipped;
+    } else {
+      // next words the model cannot output, or whose prefix is empty
+      for (size_t t = 1; t < e.outputs.size(); ++t) result.skipped += e.outputs[t] < 0 ? 1 : 0;
+    }
+    encoded.push_back(std::move(e));
+  }
+  const train::scored_examples s = train::score_examples(m.net, m.config.task, encoded);
+  result.accuracy = s.accuracy;
+  result.loss = s.loss;
+  result.n = s.n;
+  result.unknown_words = summary.unknown_words;
+  return result;
+}
+
+}  // namespace attn
+
+namespace attn::train {
+
+nn::network_shape network_shape_for(const text_model_config& c, int64_t vocabulary,
+                                    int64_t classes) {
+  nn::network_shape s;
+  s.vocabulary = vocabulary;
+  s.embed = c.embed_dim;
+  s.width = c.dim;
+  s.heads = c.heads;
+  s.hidden = c.hidden;
+  s.classes = classes;
+  s.positions = c.max_positions;
+  s.causal = c.task == text_task::next_word;
+  s.train_embeddings = c.embeddings_trained;
+  return s;
+}
+
+scored_examples score_examples(const nn::network<float>& net, text_task task,
+                               const std::vector<encoded_example>& examples) {
+  constexpr size_t batch_size = 64;
+  scored_examples s;
+  double loss_sum = 0;
+  int64_t correct = 0;
+  nn::network_cache<float> cache;
+  const int64_t classes = net.shape().classes;
+  for (size_t begin = 0; begin < examples.size(); begin += batch_size) {
+    std::vector<const encoded_example*> group;
+    for (size_t i = begin; i < std::min(examples.size(), begin + batch_size); ++i)
+      if (examples[i].predictions() > 0) group.push_back(&examples[i]);
+    if (group.empty()) continue;
+    const nn::batch b = make_batch(group, task);
+    const auto rows = static_cast<int64_t>(b.rows.size());
+    loss_sum += static_cast<double>(net.forward(b, cache)) * static_cast<double>(rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* z = cache.logits.data() + r * classes;
+      const int64_t best = std::max_element(z, z + classes) - z;
+      correct += best == b.targets[static_cast<size_t>(r)] ? 1 : 0;
+    }
+    s.n += rows;
+  }
+  if (s.n > 0) {
+    s.loss = loss_sum / static_cast<double>(s.n);
+    s.accuracy = static_cast<double>(correct) / static_cast<double>(s.n);
+  }
+  return s;
+}
+
+}  // namespace attn::train

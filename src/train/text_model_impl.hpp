@@ -1,0 +1,39 @@
+// What an attn::text_model holds: its configuration, the word ↔ index maps and the network.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "attn/text_model.hpp"
+#include "nn/network.hpp"
+#include "train/dataset.hpp"
+
+namespace attn {
+
+struct text_model::impl {
+  impl(text_model_config c, train::word_index in, train::word_index out);
+
+  text_model_config config;
+  train::word_index inputs;   // a word → its embedding row
+  train::word_index outputs;  // the output words or labels, in class order
+  nn::network<float> net;
+  std::string training;       // JSON: how it was trained (saved as metadata, for the record)
+};
+
+}  // namespace attn
+
+namespace attn::train {
+
+struct scored_examples {
+  double loss = 0, accuracy = 0;
+  int64_t n = 0;
+};
+
+nn::network_shape network_shape_for(const text_model_config& config, int64_t vocabulary,
+                                    int64_t classes);
+
+// Mean cross-entropy and accuracy of the model over encoded examples, in batches.
+scored_examples score_examples(const nn::network<float>& net, text_task task,
+                               const std::vector<encoded_example>& examples);
+
+}  // namespace attn::train

@@ -1,0 +1,272 @@
+// The whole text model: its gradients against finite differences (double), the float32
+// training path (attn's fused sdpa backward included) against the float64 specification on odd
+// shapes, the optimiser and schedule, and training itself: seed 003's toy, the negation task,
+// and bit-for-bit repeatability.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attn/text_model.hpp"
+#include "attn/train.hpp"
+#include "attn/vectors.hpp"
+#include "gradient_check.hpp"
+#include "nn/network.hpp"
+#include "train/dataset.hpp"
+#include "train/optimizer.hpp"
+#include "train/rng.hpp"
+
+namespace {
+
+using attn::nn::network;
+using attn::nn::network_shape;
+using attn::testing::expect_gradient;
+
+// Random sequences of ids < vocabulary with the given lengths, and their outputs (next-word:
+// each token's class is its id mod classes; classify: a label per sequence).
+attn::nn::batch random_batch(const network_shape& s, const std::vector<int64_t>& lengths,
+                             attn::text_task task, std::mt19937& rng) {
+  std::vector<attn::train::encoded_example> examples(lengths.size());
+  std::uniform_int_distribution<int64_t> id(0, s.vocabulary - 1), label(0, s.classes - 1);
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    for (int64_t t = 0; t < lengths[i]; ++t) {
+      examples[i].inputs.push_back(id(rng));
+      examples[i].outputs.push_back(examples[i].inputs.back() % s.classes);
+    }
+    if (task == attn::text_task::classify) {
+      examples[i].outputs.clear();
+      examples[i].label = label(rng);
+    }
+  }
+  std::vector<const attn::train::encoded_example*> group;
+  for (const auto& e : examples) group.push_back(&e);
+  return attn::train::make_batch(group, task);
+}
+
+template <class T>
+void randomise(network<T>& net, std::mt19937& rng) {
+  std::normal_distribution<double> normal(0.0, 0.5);
+  for (auto* p : net.parameters())
+    for (T& x : p->value) x = static_cast<T>(normal(rng));
+}
+
+void check_model_gradients(const network_shape& shape, const std::vector<int64_t>& lengths,
+                           attn::text_task task, unsigned seed) {
+  std::mt19937 rng(seed);
+  network<double> net(shape);
+  randomise(net, rng);
+  const attn::nn::batch b = random_batch(shape, lengths, task, rng);
+  ASSERT_FALSE(b.rows.empty());
+  attn::nn::network_cache<double> cache;
+  net.zero_grad();
+  net.forward(b, cache);
+  net.backward(b, cache);
+  const auto loss = [&] {
+    attn::nn::network_cache<double> c;
+    return net.forward(b, c);
+  };
+  for (auto* p : net.parameters()) {
+    if (!p->trainable) {
+      for (double g : p->grad) ASSERT_EQ(g, 0.0) << p->name << " is frozen";
+      continue;
+    }
+    expect_gradient(p->value, p->grad, loss, p->name, 150);
+  }
+}
+
+TEST(train_model, next_word_model_gradients_match_finite_differences) {
+  // Causal attention, every prefix pooled, learned embeddings and positions.
+  network_shape s{.vocabulary = 9, .embed = 5, .width = 6, .heads = 2, .hidden = 7, .classes = 4,
+                  .positions = 6, .causal = true, .train_embeddings = true};
+  check_model_gradients(s, {6, 3, 1, 4}, attn::text_task::next_word, 11);
+}
+
+TEST(train_model, classifier_gradients_match_finite_differences) {
+  // Padded sentences (key-padding mask), three heads, frozen embeddings, no positions.
+  network_shape s{.vocabulary = 8, .embed = 6, .width = 9, .heads = 3, .hidden = 5, .classes = 3,
+                  .positions = 0, .causal = false, .train_embeddings = false};
+  check_model_gradients(s, {5, 2, 4}, attn::text_task::classify, 12);
+}
+
+// float32 gradients (sgemm, attn's fused sdpa forward and backward) against the float64
+// specification, on shapes that straddle the kernels' tiles (32 queries, 128 keys) and odd
+// head sizes. The float path rounds at every one of its ~10 layers, each a reduction of at most
+// a few hundred terms; with unit roundoff 6e-8 that is an expected relative error near 1e-6.
+// 2e-4 leaves room for ill-conditioned sums (gradients that nearly cancel) while a wrong
+// index or a missing term gives errors of order 1.
+TEST(train_model, float32_gradients_match_float64_on_odd_shapes) {
+  struct config {
+    network_shape shape;
+    std::vector<int64_t> lengths;
+    attn::text_task task;
+  };
+  const std::vector<config> configs{
+      {{.vocabulary = 31, .embed = 13, .width = 15, .heads = 3, .hidden = 11, .classes = 7,
+        .positions = 0, .causal = true, .train_embeddings = true},
+       {7, 1, 13},
+       attn::text_task::next_word},
+      {{.vocabulary = 50, .embed = 20, .width = 66, .heads = 2, .hidden = 17, .classes = 5,
+        .positions = 37, .causal = true, .train_embeddings = true},
+       {37, 33, 5},
+       attn::text_task::next_word},
+      {{.vocabulary = 40, .embed = 19, .width = 21, .heads = 7, .hidden = 9, .classes = 3,
+        .positions = 0, .causal = false, .train_embeddings = true},
+       {3, 35, 1, 34, 20},
+       attn::text_task::classify},
+      {{.vocabulary = 60, .embed = 16, .width = 16, .heads = 1, .hidden = 8, .classes = 4,
+        .positions = 0, .causal = false, .train_embeddings = true},
+       {130, 129, 2},
+       attn::text_task::classify},
+  };
+  unsigned seed = 20;
+  for (const config& c : configs) {
+    std::mt19937 rng(seed++);
+    network<double> reference(c.shape);
+    randomise(reference, rng);
+    network<float> net(c.shape);
+    auto params = net.parameters();
+    auto ref_params = reference.parameters();
+    for (size_t i = 0; i < params.size(); ++i)
+      for (size_t j = 0; j < params[i]->value.size(); ++j)
+        params[i]->value[j] = static_cast<float>(ref_params[i]->value[j]);
+    // Both run the float-rounded weights, so only the arithmetic differs.
+    for (size_t i = 0; i < params.size(); ++i)
+      for (size_t j = 0; j < params[i]->value.size(); ++j)
+        ref_params[i]->value[j] = params[i]->value[j];
+    const attn::nn::batch b = random_batch(c.shape, c.lengths, c.task, rng);
+    attn::nn::network_cache<float> cache32;
+    attn::nn::network_cache<double> cache64;
+    net.zero_grad();
+    reference.zero_grad();
+    const float loss32 = net.forward(b, cache32);
+    const double loss64 = reference.forward(b, cache64);
+    EXPECT_NEAR(loss32, loss64, 1e-5 * std::fabs(loss64) + 1e-6);
+    net.backward(b, cache32);
+    reference.backward(b, cache64);
+    // K's bias has an exactly zero gradient (adding b_k to every key adds q·b_k to a whole row
+    // of scores, which softmax ignores): what both compute there is rounding noise, so each
+    // error is measured against the larger of its own gradient's norm and 1e-3 of them all.
+    double all = 0;
+    for (const auto* p : ref_params)
+      for (double g : p->grad) all += g * g;
+    for (size_t i = 0; i < params.size(); ++i) {
+      double diff = 0, norm = 0;
+      for (size_t j = 0; j < params[i]->grad.size(); ++j) {
+        const double want = ref_params[i]->grad[j];
+        diff += (params[i]->grad[j] - want) * (params[i]->grad[j] - want);
+        norm += want * want;
+      }
+      const double relative = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-3 * std::sqrt(all));
+      EXPECT_LT(relative, 2e-4) << params[i]->name << " (width " << c.shape.width << ", heads "
+                                << c.shape.heads << "): relative L2 error " << relative;
+    }
+  }
+}
+
+TEST(train_optimizer, adamw_first_step_moves_each_weight_by_lr_against_its_gradient) {
+  // After one step Adam's bias-corrected update is g/|g| (up to eps): each weight moves by lr.
+  attn::nn::parameter<float> w;
+  w.value = {1.0f, -2.0f, 0.5f};
+  w.grad = {0.3f, -4.0f, 0.0f};
+  w.decay = true;
+  attn::train::adamw opt({&w}, {.weight_decay = 0.1});
+  opt.step(0.01);
+  EXPECT_NEAR(w.value[0], 1.0f * (1 - 0.001f) - 0.01f, 1e-6);
+  EXPECT_NEAR(w.value[1], -2.0f * (1 - 0.001f) + 0.01f, 1e-6);
+  EXPECT_NEAR(w.value[2], 0.5f * (1 - 0.001f), 1e-6);  // no gradient: only the decay
+}
+
+TEST(train_optimizer, clipping_scales_to_the_global_norm) {
+  attn::nn::parameter<float> a, b;
+  a.value = a.grad = {3.0f};
+  b.value = b.grad = {4.0f};
+  EXPECT_DOUBLE_EQ(attn::train::clip_gradients({&a, &b}, 1.0), 5.0);
+  EXPECT_NEAR(a.grad[0], 0.6f, 1e-7);
+  EXPECT_NEAR(b.grad[0], 0.8f, 1e-7);
+}
+
+TEST(train_optimizer, warmup_then_cosine_schedule) {
+  using attn::train::learning_rate;
+  EXPECT_DOUBLE_EQ(learning_rate(0, 100, 10, 1.0), 0.1);
+  EXPECT_DOUBLE_EQ(learning_rate(9, 100, 10, 1.0), 1.0);
+  EXPECT_DOUBLE_EQ(learning_rate(10, 100, 10, 1.0), 1.0);
+  EXPECT_NEAR(learning_rate(10 + 89 / 2, 100, 10, 1.0), 0.5, 0.02);
+  EXPECT_NEAR(learning_rate(99, 100, 10, 1.0), 0.0, 1e-12);
+}
+
+TEST(train_rng, fixed_sequence_for_a_seed) {
+  attn::train::rng a(42), b(42), c(43);
+  for (int i = 0; i < 100; ++i) {
+    const uint64_t x = a.next();
+    EXPECT_EQ(x, b.next());
+    EXPECT_NE(x, c.next());
+  }
+  // xoshiro256** seeded by splitmix64(0): pinned, so a change of generator is noticed.
+  attn::train::rng zero(0);
+  EXPECT_EQ(zero.next(), 0x99ec5f36cb75f2b4ULL);
+  attn::train::rng r(7);
+  for (int i = 0; i < 1000; ++i) {
+    const double u = r.uniform();
+    EXPECT_GE(u, 0.0);
+    EXPECT_LT(u, 1.0);
+    EXPECT_LT(r.below(7), 7u);
+  }
+}
+
+std::string data_file(const std::string& name) { return std::string(ATTN_TEST_DATA) + "/" + name; }
+
+// Seed 003: "not like" → "hate" after training on its four lines.
+TEST(train_text, seed_003_toy_learns_not_like_hate) {
+  const attn::vectors glove = attn::vectors::load_default();
+  attn::train_options o;
+  o.task = attn::text_task::next_word;
+  o.data = data_file("seed003_toy.txt");
+  o.word_vectors = &glove;
+  o.epochs = 100;
+  const attn::train_result r = attn::train_text_model(o);
+  const attn::text_model model = attn::text_model::decode(r.model.encode(), "toy");
+  EXPECT_EQ(model.predict("not like", 3).top.front().label, "hate");
+  EXPECT_EQ(model.predict("do like", 3).top.front().label, "like");
+  EXPECT_EQ(model.predict("not hate", 3).top.front().label, "like");
+  EXPECT_EQ(model.predict("do hate", 3).top.front().label, "hate");
+}
+
+TEST(train_text, same_seed_same_bits_other_seed_other_model) {
+  attn::train_options o;
+  o.task = attn::text_task::next_word;
+  o.data = data_file("seed003_toy.txt");
+  o.learn_embeddings = 8;
+  o.heads = 2;
+  o.positions = true;
+  o.epochs = 30;
+  o.batch = 2;
+  o.seed = 5;
+  const std::string first = attn::train_text_model(o).model.encode();
+  EXPECT_EQ(first, attn::train_text_model(o).model.encode());
+  o.seed = 6;
+  EXPECT_NE(first, attn::train_text_model(o).model.encode());
+}
+
+// Issue #4: negation learned to ≥ 95% on held-out sentences from templates never trained on
+// (tests/data/make_negation.py writes both files).
+TEST(train_text, negation_task_generalises_to_unseen_templates) {
+  const attn::vectors glove = attn::vectors::load_default();
+  attn::train_options o;
+  o.task = attn::text_task::classify;
+  o.data = data_file("negation_train.tsv");
+  o.valid = data_file("negation_heldout.tsv");
+  o.word_vectors = &glove;
+  const attn::train_result r = attn::train_text_model(o);
+  ASSERT_EQ(r.epochs.size(), 20u);
+  EXPECT_TRUE(r.epochs.back().on_validation);
+  EXPECT_EQ(r.epochs.back().n, 300);
+  EXPECT_GE(r.epochs.back().accuracy, 0.95);
+  const attn::evaluation e = r.model.evaluate(o.valid);
+  EXPECT_DOUBLE_EQ(e.accuracy, r.epochs.back().accuracy);
+  EXPECT_EQ(r.model.predict("the movie was not good", 2).top.front().label, "negative");
+  EXPECT_EQ(r.model.predict("the movie was not bad", 2).top.front().label, "positive");
+}
+
+}  // namespace
