@@ -18,6 +18,7 @@
 #include "attn/error.hpp"
 #include "attn/multihead_attention.hpp"
 #include "attn/sdpa.hpp"
+#include "attn/sdpa_backward.hpp"
 #include "cli_common.hpp"
 
 namespace attn::cli {
@@ -118,8 +119,20 @@ void bench_one(const bench_args& args, const bench_shape& s, int threads) {
   sdpa_options options;
   options.causal = args.causal;
   options.kernel = args.kernel == "reference" ? sdpa_kernel::reference : sdpa_kernel::fused;
-  const double med = median_seconds(args, [&] { const tensor out = sdpa(q, k, v, options); });
-  report(args, s, threads, med, attention_flops(args, s));
+  if (!args.backward) {
+    const double med = median_seconds(args, [&] { const tensor out = sdpa(q, k, v, options); });
+    report(args, s, threads, med, attention_flops(args, s));
+    return;
+  }
+  // A training step's attention: the forward saving lse, then the backward for a random
+  // gradient of the output. FLOPs ×3.5: the backward's five products against the forward's two.
+  const tensor grad_o = random_tensor({s.B, s.H, s.N, s.D}, rng);
+  const double med = median_seconds(args, [&] {
+    tensor lse;
+    const tensor out = sdpa_forward(q, k, v, options, lse);
+    const sdpa_gradients g = sdpa_backward(q, k, v, out, lse, grad_o, options);
+  });
+  report(args, s, threads, med, 3.5 * attention_flops(args, s));
 }
 
 // The whole layer as self-attention on x [B, N, E = H·D]: Q, K, V and output projections
@@ -145,8 +158,6 @@ void bench_mha_one(const bench_args& args, const bench_shape& s, int threads) {
 void run(const bench_args& args) {
   if (args.kernel != "fused" && args.kernel != "reference")
     throw_usage(fmt::format("--kernel '{}': expected fused or reference", args.kernel));
-  if (args.backward)
-    throw_usage("--backward needs the fused backward kernel, which attn does not have yet");
   if (args.mha && args.backward) throw_usage("--mha times the forward only");
   if (args.mha && args.kernel != "fused") throw_usage("--mha runs the fused kernel only");
   if (args.reps < 1) throw_usage(fmt::format("--reps {}: expected at least 1", args.reps));

@@ -7,6 +7,7 @@
 
 #include "attn/error.hpp"
 #include "attn/sdpa.hpp"
+#include "attn/sdpa_backward.hpp"
 #include "cli_common.hpp"
 
 namespace attn::cli {
@@ -15,6 +16,7 @@ namespace {
 
 struct sdpa_args {
   std::string query, key, value, attn_mask, output, weights_output, scale = "sqrt";
+  std::string grad_output, dq, dk, dv;  // the backward: dL/do in, dL/dq, dL/dk, dL/dv out
   std::string kernel = "fused";
   bool causal = false;
 };
@@ -46,10 +48,31 @@ void run(const sdpa_args& args) {
   } catch (const error& e) {
     throw_input(args.query, e.problem(), e.where());
   }
-  tensor weights;
-  tensor out = sdpa(q, k, v, options, args.weights_output.empty() ? nullptr : &weights);
+  // The backward: all of --grad-output, --dq, --dk, --dv, or none of them.
+  const bool backward = !args.grad_output.empty();
+  if (backward != !args.dq.empty() || backward != !args.dk.empty() || backward != !args.dv.empty())
+    throw_usage("--grad-output, --dq, --dk and --dv go together: give all four or none");
+  std::optional<tensor> grad_o;
+  if (backward) {
+    grad_o = read_float_npy(args.grad_output, "the output gradient");
+    const shape_t want = {q.dim(0), q.dim(1), q.dim(2), v.dim(3)};
+    if (grad_o->shape() != want)
+      throw_input(args.grad_output,
+                  fmt::format("the output gradient must have the output's shape {}, got {}",
+                              shape_to_string(want), shape_to_string(grad_o->shape())));
+  }
+  tensor weights, lse;
+  tensor out = backward ? sdpa_forward(q, k, v, options, lse)
+                        : sdpa(q, k, v, options, args.weights_output.empty() ? nullptr : &weights);
+  if (backward && !args.weights_output.empty()) sdpa(q, k, v, options, &weights);
   std::vector<std::pair<std::string, std::string>> outputs{{args.output, encode_npy(out)}};
   if (!args.weights_output.empty()) outputs.emplace_back(args.weights_output, encode_npy(weights));
+  if (backward) {
+    const sdpa_gradients g = sdpa_backward(q, k, v, out, lse, *grad_o, options);
+    outputs.emplace_back(args.dq, encode_npy(g.dq));
+    outputs.emplace_back(args.dk, encode_npy(g.dk));
+    outputs.emplace_back(args.dv, encode_npy(g.dv));
+  }
   write_outputs(outputs);
 }
 
@@ -71,6 +94,11 @@ void add_sdpa_command(CLI::App& app) {
   sub->add_option("-o,--output", args->output, "Output .npy [B, H, L, Dv]")->required();
   sub->add_option("--attn-weights-out", args->weights_output,
                   "Also write the attention weights [B, H, L, S]");
+  sub->add_option("--grad-output", args->grad_output,
+                  "The backward: the loss's gradient with respect to the output, .npy [B, H, L, Dv]");
+  sub->add_option("--dq", args->dq, "With --grad-output: write dL/dq [B, H, L, D]");
+  sub->add_option("--dk", args->dk, "With --grad-output: write dL/dk [B, Hkv, S, D]");
+  sub->add_option("--dv", args->dv, "With --grad-output: write dL/dv [B, Hkv, S, Dv]");
   sub->callback([args] { run(*args); });
 }
 
