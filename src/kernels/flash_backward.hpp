@@ -19,15 +19,18 @@
 // the partials are added in chunk order at the end. The number of chunks depends on the problem
 // only, never on the thread count, so the bits are the same for any number of threads.
 //
-// Q and dO are copied once into zero-padded rows (a whole number of vectors, a whole number of
-// tiles) and each key tile is transposed once per work item, so the micro-kernels have no
-// ragged edges; every copy is linear in the sequence length.
+// Each work item copies the Q and dO rows of its query heads into zero-padded rows (a whole
+// number of vectors, a whole number of tiles) and transposes each key tile once, so the
+// micro-kernels have no ragged edges; every copy is linear in the sequence length. Work items
+// allocate and fill their own buffers, so nothing runs serially before or between them, and
+// with a single chunk (the usual case for batches of heads) there is no barrier at all.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "kernels/flash_backward_problem.hpp"
@@ -56,37 +59,32 @@ class flash_backward {
       : p_(p), f_(p.f), group_(f_.Hkv == 0 ? 1 : f_.H / f_.Hkv),
         dp_(round_up(f_.D, W)), dvp_(round_up(f_.Dv, W)),
         lp_(round_up(f_.L, BR)), qtiles_(lp_ / BR), ktiles_((f_.S + BC - 1) / BC) {
-    // Chunks of key tiles: enough work items to keep the threads busy (about 32), but the
-    // partial dQ buffers (one per chunk) capped at 256 MB.
+    // Chunks of key tiles: enough work items to keep a few threads busy (about 16) when the
+    // batch has few K/V heads, with the partial dQ buffers (one per chunk) capped at 256 MB.
     const int64_t base = std::max<int64_t>(f_.B * f_.Hkv, 1);
-    chunks_ = std::clamp<int64_t>((32 + base - 1) / base, 1, std::max<int64_t>(ktiles_, 1));
-    const int64_t dq_bytes = f_.B * f_.H * lp_ * dp_ * 4;
+    chunks_ = std::clamp<int64_t>((16 + base - 1) / base, 1, std::max<int64_t>(ktiles_, 1));
+    const int64_t dq_bytes = f_.B * f_.H * f_.L * f_.D * 4;
     while (chunks_ > 1 && chunks_ * dq_bytes > (int64_t{256} << 20)) --chunks_;
   }
 
   void run() {
-    const int64_t BH = f_.B * f_.H;
-    if (BH == 0 || f_.L == 0) return;
-    qp_.assign(static_cast<size_t>(BH * lp_ * dp_), 0.0f);
-    gp_.assign(static_cast<size_t>(BH * lp_ * dvp_), 0.0f);
-    delta_.assign(static_cast<size_t>(BH * lp_), 0.0f);
-    off_.assign(static_cast<size_t>(BH * lp_), bwd_inf);
-    dqp_.assign(static_cast<size_t>(chunks_ * BH * lp_ * dp_), 0.0f);
     const int64_t items = f_.B * f_.Hkv * chunks_;
-#pragma omp parallel
+    if (items == 0) return;
+    // Partial dQ per chunk [chunks][B·H][L][D], each region written whole by its work item
+    // (so it needs no clearing); none with a single chunk, whose items write dq directly.
+    if (chunks_ > 1) partial_.reset(new float[static_cast<size_t>(chunks_ * f_.B * f_.H * f_.L * f_.D)]);
+#pragma omp parallel if (items > 1)
     {
-#pragma omp for schedule(static)
-      for (int64_t bh = 0; bh < BH; ++bh) prepare_rows(bh);
-      if (ktiles_ > 0) {
-        scratch s(f_.D, f_.Dv, dp_, dvp_, f_.mask != nullptr || f_.causal || f_.S % BC != 0);
+      scratch s(group_, lp_, f_.D, f_.Dv, dp_, dvp_, f_.mask != nullptr || f_.causal || f_.S % BC != 0);
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t item = 0; item < items; ++item) {
-          const int64_t bk = item / chunks_;
-          key_chunk(s, bk / f_.Hkv, bk % f_.Hkv, item % chunks_);
-        }
+      for (int64_t item = 0; item < items; ++item) {
+        const int64_t bk = item / chunks_;
+        key_chunk(s, bk / f_.Hkv, bk % f_.Hkv, item % chunks_);
       }
+      if (chunks_ > 1) {
 #pragma omp for schedule(static)
-      for (int64_t bh = 0; bh < BH; ++bh) write_dq(bh);
+        for (int64_t bh = 0; bh < f_.B * f_.H; ++bh) sum_partials(bh);
+      }
     }
   }
 
@@ -94,33 +92,44 @@ class flash_backward {
   static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
   struct scratch {
+    // The work item's query heads (G = H / Hkv of them): padded rows of Q and dO, Δ, the
+    // exponent offsets, and the dQ being summed over the item's key tiles.
+    std::vector<float> qp, gp;   // [G][lp][dp], [G][lp][dvp]  zero-padded (padding never written)
+    std::vector<float> delta;    // [G][lp]
+    std::vector<float> off;      // [G][lp]  +inf on padding rows (their P is then 0)
+    std::vector<float> dq;       // [G][lp][dp]
     std::vector<float> kt, vt;  // [D][BC], [Dv][BC]  the key tile's K and V, transposed
     std::vector<float> kr;      // [BC][dp]           its K rows, zero-padded
     std::vector<float> dk, dv;  // [BC][dp], [BC][dvp] its gradients, summed over the queries
     std::vector<float> s, ds;   // [BR][BC]           scores → P, and dP → dS
     std::vector<float> mt;      // [BR][BC]           additive mask tile (base 2), when needed
-    scratch(int64_t D, int64_t Dv, int64_t dp, int64_t dvp, bool masks)
-        : kt(static_cast<size_t>(std::max<int64_t>(D, 1) * BC)),
+    scratch(int64_t G, int64_t lp, int64_t D, int64_t Dv, int64_t dp, int64_t dvp, bool masks)
+        : qp(static_cast<size_t>(G * lp * dp)), gp(static_cast<size_t>(G * lp * dvp)),
+          delta(static_cast<size_t>(G * lp)), off(static_cast<size_t>(G * lp), bwd_inf),
+          dq(static_cast<size_t>(G * lp * dp)),
+          kt(static_cast<size_t>(std::max<int64_t>(D, 1) * BC)),
           vt(static_cast<size_t>(std::max<int64_t>(Dv, 1) * BC)),
           kr(static_cast<size_t>(BC * dp)), dk(static_cast<size_t>(BC * dp)),
           dv(static_cast<size_t>(BC * dvp)), s(BR * BC), ds(BR * BC), mt(masks ? BR * BC : 0) {}
   };
 
-  // Padded copies of Q and dO rows; Δ = rowsum(dO ∘ O); the exponent offset lse · log2 e,
-  // +inf for a fully masked row (and the padding rows), so their P is exactly 0.
-  void prepare_rows(int64_t bh) {
-    const int64_t b = bh / f_.H, h = bh % f_.H;
+  // For query head h (g-th of its group): padded copies of Q and dO rows; Δ = rowsum(dO ∘ O);
+  // the exponent offset lse · log2 e, +inf for a fully masked row so its P is exactly 0.
+  void prepare_rows(scratch& s, int64_t b, int64_t h, int64_t g) const {
+    const int64_t bh = b * f_.H + h;
+    float* qp = s.qp.data() + g * lp_ * dp_;
+    float* gp = s.gp.data() + g * lp_ * dvp_;
     for (int64_t i = 0; i < f_.L; ++i) {
       const float* q = f_.q + b * f_.qs[0] + h * f_.qs[1] + i * f_.qs[2];
-      const float* g = p_.grad_o + b * p_.gs[0] + h * p_.gs[1] + i * p_.gs[2];
+      const float* gr = p_.grad_o + b * p_.gs[0] + h * p_.gs[1] + i * p_.gs[2];
       const float* o = p_.o + b * p_.os[0] + h * p_.os[1] + i * p_.os[2];
-      std::copy(q, q + f_.D, qp_.data() + (bh * lp_ + i) * dp_);
-      std::copy(g, g + f_.Dv, gp_.data() + (bh * lp_ + i) * dvp_);
+      std::copy(q, q + f_.D, qp + i * dp_);
+      std::copy(gr, gr + f_.Dv, gp + i * dvp_);
       float d = 0.0f;
-      for (int64_t e = 0; e < f_.Dv; ++e) d += g[e] * o[e];
-      delta_[static_cast<size_t>(bh * lp_ + i)] = d;
+      for (int64_t e = 0; e < f_.Dv; ++e) d += gr[e] * o[e];
+      s.delta[static_cast<size_t>(g * lp_ + i)] = d;
       const float lse = p_.lse[bh * f_.L + i];
-      off_[static_cast<size_t>(bh * lp_ + i)] = lse == -bwd_inf ? bwd_inf : lse * bwd_log2e;
+      s.off[static_cast<size_t>(g * lp_ + i)] = lse == -bwd_inf ? bwd_inf : lse * bwd_log2e;
     }
   }
 
@@ -128,6 +137,8 @@ class flash_backward {
   void key_chunk(scratch& s, int64_t b, int64_t hk, int64_t chunk) {
     const float* kh = f_.k + b * f_.ks[0] + hk * f_.ks[1];
     const float* vh = f_.v + b * f_.vs[0] + hk * f_.vs[1];
+    for (int64_t g = 0; g < group_; ++g) prepare_rows(s, b, hk * group_ + g, g);
+    std::fill(s.dq.begin(), s.dq.end(), 0.0f);
     for (int64_t jt = chunk; jt < ktiles_; jt += chunks_) {
       const int64_t j0 = jt * BC;
       const int nk = static_cast<int>(std::min<int64_t>(BC, f_.S - j0));
@@ -136,12 +147,11 @@ class flash_backward {
       std::fill(s.dv.begin(), s.dv.end(), 0.0f);
       // Causal (top-left): query tiles wholly before this key tile see none of it.
       const int64_t first = f_.causal ? j0 / BR : 0;
-      for (int64_t g = 0; g < group_; ++g) {
-        const int64_t h = hk * group_ + g;
-        for (int64_t it = first; it < qtiles_; ++it) pair(s, b, h, it * BR, j0, nk, chunk);
-      }
+      for (int64_t g = 0; g < group_; ++g)
+        for (int64_t it = first; it < qtiles_; ++it) pair(s, b, hk * group_ + g, g, it * BR, j0, nk);
       write_dkdv(s, b, hk, j0, nk);
     }
+    write_dq(s, b, hk, chunk);
   }
 
   // kt[d][c] = K[j0 + c][d], vt[e][c] = V[j0 + c][e], kr[c][:] = K[j0 + c][:]; zero past S.
@@ -159,8 +169,7 @@ class flash_backward {
   }
 
   // ---- one (query tile, key tile) pair ----
-  void pair(scratch& s, int64_t b, int64_t h, int64_t i0, int64_t j0, int nk, int64_t chunk) {
-    const int64_t bh = b * f_.H + h;
+  void pair(scratch& s, int64_t b, int64_t h, int64_t g, int64_t i0, int64_t j0, int nk) const {
     const int rows = static_cast<int>(std::min<int64_t>(BR, f_.L - i0));
     const int rows_r = static_cast<int>(round_up(rows, RB));
     const int keys_r = static_cast<int>(round_up(nk, RB));
@@ -168,16 +177,16 @@ class flash_backward {
     const bool masked = f_.mask != nullptr || diagonal || nk < BC;
     if (masked && !load_mask(s, b, h, i0, rows, j0, nk)) return;  // every score hidden
 
-    const float* q = qp_.data() + (bh * lp_ + i0) * dp_;
-    const float* g = gp_.data() + (bh * lp_ + i0) * dvp_;
-    dot_tile(q, dp_, s.kt.data(), f_.D, rows_r, s.s.data());   // S  = Q·Kᵀ
-    dot_tile(g, dvp_, s.vt.data(), f_.Dv, rows_r, s.ds.data()); // dP = dO·Vᵀ
-    softmax_grad(s, bh, i0, rows_r, masked);                    // P, dS = P ∘ (dP − Δ)
+    const float* q = s.qp.data() + (g * lp_ + i0) * dp_;
+    const float* go = s.gp.data() + (g * lp_ + i0) * dvp_;
+    dot_tile(q, dp_, s.kt.data(), f_.D, rows_r, s.s.data());     // S  = Q·Kᵀ
+    dot_tile(go, dvp_, s.vt.data(), f_.Dv, rows_r, s.ds.data()); // dP = dO·Vᵀ
+    softmax_grad(s, g * lp_ + i0, rows_r, masked);               // P, dS = P ∘ (dP − Δ)
     // dV[c] += Σ_r P[r][c] dO[r];  dK[c] += Σ_r dS[r][c] Q[r] (scale applied when written)
-    update(s.dv.data(), dvp_, keys_r, dvp_ / W, s.s.data(), 1, BC, g, dvp_, rows);
+    update(s.dv.data(), dvp_, keys_r, dvp_ / W, s.s.data(), 1, BC, go, dvp_, rows);
     update(s.dk.data(), dp_, keys_r, dp_ / W, s.ds.data(), 1, BC, q, dp_, rows);
-    // dQ[r] += Σ_c dS[r][c] K[c], into this chunk's partial dQ.
-    float* dq = dqp_.data() + ((chunk * f_.B * f_.H + bh) * lp_ + i0) * dp_;
+    // dQ[r] += Σ_c dS[r][c] K[c]
+    float* dq = s.dq.data() + (g * lp_ + i0) * dp_;
     update(dq, dp_, rows_r, dp_ / W, s.ds.data(), BC, 1, s.kr.data(), dp_, nk);
   }
 
@@ -228,11 +237,12 @@ class flash_backward {
   }
 
   // s ← P = 2^(S·scale·log2 e + mt − off), ds ← P ∘ (dP − Δ), row by row.
-  void softmax_grad(scratch& s, int64_t bh, int64_t i0, int rows, bool masked) const {
+  // row0: the tile's first row in the scratch's [G][lp] row statistics.
+  void softmax_grad(scratch& s, int64_t row0, int rows, bool masked) const {
     const vec c2 = V::set1(f_.scale * bwd_log2e);
     for (int r = 0; r < rows; ++r) {
-      const vec off = V::set1(off_[static_cast<size_t>(bh * lp_ + i0 + r)]);
-      const vec dl = V::set1(delta_[static_cast<size_t>(bh * lp_ + i0 + r)]);
+      const vec off = V::set1(s.off[static_cast<size_t>(row0 + r)]);
+      const vec dl = V::set1(s.delta[static_cast<size_t>(row0 + r)]);
       float* sr = s.s.data() + r * BC;
       float* dr = s.ds.data() + r * BC;
       const float* mr = masked ? s.mt.data() + r * BC : nullptr;
@@ -301,12 +311,28 @@ class flash_backward {
     }
   }
 
+  // The item's dQ: dq = scale · Σ dS·K itself with a single chunk, else its chunk's partial.
+  void write_dq(const scratch& s, int64_t b, int64_t hk, int64_t chunk) const {
+    for (int64_t g = 0; g < group_; ++g) {
+      const int64_t bh = b * f_.H + hk * group_ + g;
+      for (int64_t i = 0; i < f_.L; ++i) {
+        const float* src = s.dq.data() + (g * lp_ + i) * dp_;
+        if (chunks_ == 1) {
+          float* dq = p_.dq + (bh * f_.L + i) * f_.D;
+          for (int64_t d = 0; d < f_.D; ++d) dq[d] = src[d] * f_.scale;
+        } else {
+          std::copy(src, src + f_.D, partial_.get() + ((chunk * f_.B * f_.H + bh) * f_.L + i) * f_.D);
+        }
+      }
+    }
+  }
+
   // dq = scale · (partial₀ + partial₁ + …), always in chunk order.
-  void write_dq(int64_t bh) const {
-    const int64_t stride = f_.B * f_.H * lp_ * dp_;
+  void sum_partials(int64_t bh) const {
+    const int64_t stride = f_.B * f_.H * f_.L * f_.D;
     for (int64_t i = 0; i < f_.L; ++i) {
       float* dq = p_.dq + (bh * f_.L + i) * f_.D;
-      const float* src = dqp_.data() + (bh * lp_ + i) * dp_;
+      const float* src = partial_.get() + (bh * f_.L + i) * f_.D;
       for (int64_t d = 0; d < f_.D; ++d) {
         float x = src[d];
         for (int64_t c = 1; c < chunks_; ++c) x += src[c * stride + d];
@@ -319,8 +345,7 @@ class flash_backward {
   const flash_problem& f_;
   const int64_t group_, dp_, dvp_, lp_, qtiles_, ktiles_;
   int64_t chunks_ = 1;
-  // Shared buffers, written by the preparation pass and read by the work items.
-  std::vector<float> qp_, gp_, delta_, off_, dqp_;
+  std::unique_ptr<float[]> partial_;  // [chunks][B·H][L][D] when chunks_ > 1
 };
 
 }  // namespace
