@@ -29,6 +29,12 @@ shape_t contiguous_strides(const shape_t& shape) {
   int64_t stride = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = stride;
+    if (i == 0) break;
+    // Checked although shape_numel() checks the element count: with a 0 elsewhere the count
+    // is 0, but the strides of [0, 2^32, 2^32] still do not fit in int64.
+    if (shape[i] < 0) throw_usage("negative dimension in shape " + shape_to_string(shape));
+    if (shape[i] != 0 && stride > std::numeric_limits<int64_t>::max() / shape[i])
+      throw_usage("shape " + shape_to_string(shape) + " has too many elements");
     stride *= shape[i];
   }
   return strides;

@@ -228,16 +228,23 @@ npy_array parse_npy(const std::string& bytes, const std::string& source) {
   const npy_header h =
       parse_header_dict(std::string_view(bytes).substr(preamble, header_length), source);
 
-  // A checked product, kept within int64 at every step like shape_numel() (which the tensor
-  // constructor calls), so no shape from the file can wrap around or make it throw later.
+  // A checked product, kept within int64 at every step like shape_numel() and the strides
+  // (which the tensor constructor computes), so no shape from the file can wrap around or make
+  // it throw later. `reach` skips zero dimensions: [0, 2^32, 2^32] holds nothing, but its
+  // strides would still overflow.
   constexpr auto max_elements = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
   const size_t item_size = h.dtype == npy_dtype::f32 ? 4 : 1;
-  uint64_t count = 1;
+  uint64_t count = 1, reach = 1;
   for (int64_t d : h.shape) {
     const auto ud = static_cast<uint64_t>(d);
-    if (ud != 0 && count > max_elements / ud)
+    if (ud == 0) {
+      count = 0;
+      continue;
+    }
+    if (reach > max_elements / ud)
       throw_input(source, "shape " + shape_to_string(h.shape) + " has too many elements", "header");
-    count *= ud;
+    reach *= ud;
+    count *= ud;  // count is reach or 0, so this fits too
   }
   if (count > std::numeric_limits<uint64_t>::max() / item_size)
     throw_input(source, "shape " + shape_to_string(h.shape) + " has too many elements", "header");

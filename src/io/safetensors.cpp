@@ -11,11 +11,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -42,6 +44,21 @@ constexpr std::array<std::string_view, 19> known_dtypes = {
     "F64",  "I64", "U64", "F8_E5M2", "F8_E4M3", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4"};
 
 std::string tensor_where(const std::string& name) { return fmt::format("tensor '{}'", name); }
+
+// nlohmann's message without its "[json.exception.parse_error.101] " prefix, which means
+// nothing to users.
+std::string_view without_json_prefix(const std::exception& e) {
+  std::string_view why = e.what();
+  if (size_t bracket = why.find("] "); why.starts_with("[json.") && bracket != why.npos)
+    why.remove_prefix(bracket + 2);
+  return why;
+}
+
+// Text from the file as it appears in a message: long junk is cut so the message stays short.
+std::string shown(std::string_view text) {
+  constexpr size_t limit = 40;
+  return text.size() <= limit ? std::string(text) : std::string(text.substr(0, limit)) + "…";
+}
 
 // Offset of the first byte that is not part of well-formed UTF-8 (no overlongs, no surrogates,
 // nothing above U+10FFFF), or npos.
@@ -166,7 +183,10 @@ entry check_entry(const std::string& name, const json& info, const std::string& 
   // A checked product, kept within int64 at every step like shape_numel() (which the tensor
   // constructor calls), so no shape that passes here can make it throw later. nlohmann stores
   // non-negative integer literals as unsigned, negative ones as signed.
+  // `reach` skips zero dimensions: [0, 2^32, 2^32] holds nothing, but the tensor's strides
+  // would still overflow.
   e.count = 1;
+  uint64_t reach = 1;
   for (const json& d : *shape_it) {
     if (!d.is_number_unsigned() || d.get<uint64_t>() > max_elements)
       throw_input(source,
@@ -174,9 +194,10 @@ entry check_entry(const std::string& name, const json& info, const std::string& 
                               shape_it->dump()),
                   where);
     const uint64_t n = d.get<uint64_t>();
-    if (n != 0 && e.count > max_elements / n)
+    if (n != 0 && reach > max_elements / n)
       throw_input(source, fmt::format("shape {} has too many elements", shape_it->dump()), where);
-    e.count *= n;
+    if (n != 0) reach *= n;
+    e.count *= n;  // count is reach or 0, so this fits too
     e.shape.push_back(static_cast<int64_t>(n));
   }
   if (e.count > std::numeric_limits<uint64_t>::max() / item_size)
@@ -257,12 +278,22 @@ safetensors_file parse_safetensors(const std::string& bytes, const std::string& 
   try {
     root = json::parse(header, std::ref(duplicates));
   } catch (const json::parse_error& e) {
-    // Drop nlohmann's "[json.exception.parse_error.101] " prefix: it means nothing to users.
-    std::string_view why = e.what();
-    if (size_t bracket = why.find("] "); why.starts_with("[json.") && bracket != why.npos)
-      why.remove_prefix(bracket + 2);
-    throw_input(source, fmt::format("header is not valid JSON: {}", why),
+    throw_input(source, fmt::format("header is not valid JSON: {}", without_json_prefix(e)),
                 fmt::format("byte {}", 8 + (e.byte > 0 ? e.byte - 1 : 0)));
+  } catch (const json::out_of_range& e) {
+    // A number beyond double (1e400): nlohmann tells it apart from syntax errors and gives no
+    // position, but quotes the literal, which is found in the header instead.
+    const std::string_view why = without_json_prefix(e);
+    const size_t open = why.find('\''), close = why.rfind('\'');
+    const std::string_view literal =
+        open < close ? why.substr(open + 1, close - open - 1) : std::string_view();
+    const size_t at = literal.empty() ? 0 : header.find(literal);
+    throw_input(source,
+                fmt::format("header is not valid JSON: number {} is out of range", shown(literal)),
+                fmt::format("byte {}", 8 + (at == std::string_view::npos ? 0 : at)));
+  } catch (const json::exception& e) {
+    throw_input(source, fmt::format("header is not valid JSON: {}", without_json_prefix(e)),
+                "byte 8");
   }
   if (!duplicates.duplicate.empty()) {
     if (duplicates.duplicate_at_top)
@@ -303,6 +334,12 @@ safetensors_file parse_safetensors(const std::string& bytes, const std::string& 
   });
   uint64_t at = 0;
   for (const entry* e : order) {
+    // Past the end first: a truncated file or a wild offset is not a hole between tensors.
+    if (e->end > data_size)
+      throw_input(source,
+                  fmt::format("data_offsets [{}, {}] run past the end of the data buffer ({} bytes)",
+                              e->begin, e->end, data_size),
+                  tensor_where(e->name));
     if (e->begin != at)
       throw_input(
           source,

@@ -301,6 +301,12 @@ TEST(SafetensorsMalformed, HeaderNotJson) {
   expect_bad_header(valid_header + "\0garbage"s, f32_bytes({1, 2}), {"not valid JSON"});
 }
 
+TEST(SafetensorsMalformed, NumberBeyondDoubleIsAnInputError) {
+  // nlohmann throws out_of_range, not parse_error, for 1e400 (found by fuzz_safetensors).
+  expect_bad_header(R"({"a":{"dtype":"F32","shape":[1e400],"data_offsets":[0,4]}})",
+                    f32_bytes({1}), {"not valid JSON", "number 1e400 is out of range"}, "byte 37");
+}
+
 TEST(SafetensorsMalformed, DuplicateTensorNames) {
   const std::string entry = R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
   expect_bad_header(R"({"w":)" + entry + R"(,"w":)" + entry + "}", f32_bytes({1}),
@@ -405,8 +411,9 @@ TEST(SafetensorsMalformed, OverlappingTensors) {
 TEST(SafetensorsMalformed, LastEndIsNotTheEndOfTheFile) {
   // Trailing bytes after the last tensor.
   expect_bad_header(valid_header, f32_bytes({1, 2, 3}), {"cover 8 bytes", "holds 12"});
-  // Offsets reaching past the end of the file.
-  expect_bad_header(valid_header, f32_bytes({1}), {"cover 8 bytes", "holds 4"});
+  // Offsets reaching past the end of the file (a truncated file).
+  expect_bad_header(valid_header, f32_bytes({1}), {"run past the end of the data buffer (4 bytes)"},
+                    "tensor 'a'");
   // No tensors but a data buffer.
   expect_bad_header("{}", "abcd", {"cover 0 bytes", "holds 4"});
 }
