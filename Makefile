@@ -8,7 +8,7 @@ ifeq ($(CI),true)
 endif
 ATTN := $(BUILD_DIR)/bin/attn
 
-.PHONY: all deps build demo test test-sanitize clean
+.PHONY: all deps build demo test test-sanitize fuzz clean
 
 all: build
 
@@ -39,5 +39,11 @@ test-sanitize: deps
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
 
+# libFuzzer targets (fuzz/, clang) built in build-fuzz, each run for SECONDS seconds (JOBS=2: two
+# at once). Without clang it says which packages to install.
+SECONDS ?= 60
+fuzz:
+	bash fuzz/run.sh $(SECONDS)
+
 clean:
-	rm -rf $(BUILD_DIR) build-asan build-debug
+	rm -rf $(BUILD_DIR) build-asan build-debug build-fuzz
