@@ -91,8 +91,13 @@ tensor sdpa(const tensor& q, const tensor& k, const tensor& v, const sdpa_option
             for (int64_t d = 0; d < D; ++d)
               dot += static_cast<double>(qi[d * qs[3]]) * static_cast<double>(kj[d * ks[3]]);
             s = dot * scale;
-            if (mask != nullptr)
-              s += static_cast<double>(mask->data()[b * ms[0] + h * ms[1] + i * ms[2] + j * ms[3]]);
+            if (mask != nullptr) {
+              // The lowest float is how masks spell "hidden" where they avoid infinities; it
+              // hides the key as -inf does (the fused kernel's base-2 mask overflows it to -inf),
+              // so a row hidden that way is all zeros too, not a uniform average.
+              const float m = mask->data()[b * ms[0] + h * ms[1] + i * ms[2] + j * ms[3]];
+              s = m <= -std::numeric_limits<float>::max() ? neg_inf : s + static_cast<double>(m);
+            }
           }
           score[static_cast<size_t>(j)] = s;
           // A NaN score (from NaN inputs) must reach the output, not be skipped by the max.
