@@ -1,52 +1,49 @@
-// The trainable layers' products on OpenBLAS, single-threaded: a product's summation order is
-// then fixed, so a training run repeats bit for bit.
+// The trainable layers' products: float on attn's own sgemm (kernels::gemm sums each element in
+// a fixed order whatever the thread count, so a training run repeats bit for bit), double on
+// plain loops (the specification the gradient checks run; small shapes only).
 #include "nn/dense.hpp"
 
-#include <cblas.h>
-
 #include <algorithm>
-#include <mutex>
+
+#include "kernels/gemm.hpp"
 
 namespace attn::nn {
-
-namespace {
-
-void single_threaded_blas() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
-}
-
-// BLAS leaves C untouched when k = 0 only for beta = 1; the layers expect C·beta then.
-template <class T>
-bool trivial(int64_t m, int64_t n, int64_t k, T beta, T* c) {
-  if (m == 0 || n == 0) return true;
-  if (k != 0) return false;
-  std::for_each(c, c + m * n, [beta](T& x) { x = beta == T(0) ? T(0) : x * beta; });
-  return true;
-}
-
-}  // namespace
 
 template <>
 void gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
                  const float* b, float beta, float* c) {
-  if (trivial(m, n, k, beta, c)) return;
-  single_threaded_blas();
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), 1.0f, a, static_cast<int>(trans_a ? m : k), b,
-              static_cast<int>(trans_b ? k : n), beta, c, static_cast<int>(n));
+  kernels::gemm_args g;
+  g.trans_a = trans_a, g.trans_b = trans_b;
+  g.m = m, g.n = n, g.k = k;
+  g.a = a, g.lda = trans_a ? m : k;
+  g.b = b, g.ldb = trans_b ? k : n;
+  g.beta = beta;
+  g.c = c, g.ldc = n;
+  kernels::gemm(g);  // k = 0 gives C·beta, as the layers expect
 }
 
 template <>
 void gemm<double>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a,
                   const double* b, double beta, double* c) {
-  if (trivial(m, n, k, beta, c)) return;
-  single_threaded_blas();
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), 1.0, a, static_cast<int>(trans_a ? m : k), b,
-              static_cast<int>(trans_b ? k : n), beta, c, static_cast<int>(n));
+  const auto at = [&](int64_t i, int64_t p) { return trans_a ? a[p * m + i] : a[i * k + p]; };
+  for (int64_t i = 0; i < m; ++i) {
+    double* row = c + i * n;
+    if (beta == 0.0) std::fill(row, row + n, 0.0);
+    else if (beta != 1.0) std::for_each(row, row + n, [beta](double& x) { x *= beta; });
+    if (trans_b) {  // B stored [n, k]: a dot product per element
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0.0;
+        for (int64_t p = 0; p < k; ++p) sum += at(i, p) * b[j * k + p];
+        row[j] += sum;
+      }
+    } else {  // B [k, n]: add rows of B, scaled
+      for (int64_t p = 0; p < k; ++p) {
+        const double x = at(i, p);
+        const double* brow = b + p * n;
+        for (int64_t j = 0; j < n; ++j) row[j] += x * brow[j];
+      }
+    }
+  }
 }
 
 }  // namespace attn::nn
