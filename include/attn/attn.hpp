@@ -20,5 +20,7 @@
 #include "attn/sdpa_backward.hpp"
 #include "attn/self_attention.hpp"
 #include "attn/tensor.hpp"
+#include "attn/text_model.hpp"
 #include "attn/tokenizer.hpp"
+#include "attn/train.hpp"
 #include "attn/vectors.hpp"

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "attn/sdpa_backward.hpp"
+#include "nn/serial_when_small.hpp"
 
 namespace attn::nn {
 
@@ -29,9 +30,12 @@ tensor padding_mask(const attention_mask_spec& mask, int64_t b, int64_t s) {
   return m;
 }
 
-// Runs f with the sdpa options for this mask (the padding mask lives only during the call).
+// Runs f with the sdpa options for this mask (the padding mask lives only during the call),
+// on one thread when the problem is small (see serial_when_small.hpp).
 template <class F>
-void with_options(const attention_mask_spec& mask, int64_t b, int64_t s, F f) {
+void with_options(const attention_mask_spec& mask, int64_t b, int64_t h, int64_t s, int64_t d,
+                  F f) {
+  const serial_when_small serial(b * h * s * s * d);
   sdpa_options options;
   options.causal = mask.causal;
   tensor padding;
@@ -63,7 +67,7 @@ void attention_core_forward<float>(const float* q, const float* k, const float* 
                                    std::vector<float>& lse, int64_t b, int64_t h, int64_t l,
                                    int64_t d, const attention_mask_spec& mask) {
   const shape_t shape{b, h, l, d};
-  with_options(mask, b, l, [&](const sdpa_options& options) {
+  with_options(mask, b, h, l, d, [&](const sdpa_options& options) {
     tensor lse_t;
     tensor out = sdpa_forward(tensor::view(q, shape), tensor::view(k, shape),
                               tensor::view(v, shape), options, lse_t);
@@ -79,7 +83,7 @@ void attention_core_backward<float>(const float* q, const float* k, const float*
                                     int64_t h, int64_t l, int64_t d,
                                     const attention_mask_spec& mask) {
   const shape_t shape{b, h, l, d};
-  with_options(mask, b, l, [&](const sdpa_options& options) {
+  with_options(mask, b, h, l, d, [&](const sdpa_options& options) {
     sdpa_gradients g = sdpa_backward(tensor::view(q, shape), tensor::view(k, shape),
                                      tensor::view(v, shape), tensor::view(o, shape),
                                      tensor::view(lse.data(), {b, h, l}),

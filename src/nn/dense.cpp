@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "kernels/gemm.hpp"
+#include "nn/serial_when_small.hpp"
 
 namespace attn::nn {
 
@@ -19,6 +20,7 @@ void gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
   g.b = b, g.ldb = trans_b ? k : n;
   g.beta = beta;
   g.c = c, g.ldc = n;
+  const serial_when_small serial(m * n * k);
   kernels::gemm(g);  // k = 0 gives C·beta, as the layers expect
 }
 
