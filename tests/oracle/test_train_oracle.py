@@ -1,0 +1,69 @@
+"""A trained model's file read back by PyTorch: the weights and metadata of `attn train` mean
+what PyTorch means by them. The model is rebuilt from the safetensors file alone (F.linear for
+the projections, nn.MultiheadAttention's head split and 1/√D scale, causal for next-word, mean,
+ReLU MLP) and its softmax compared with the probabilities `attn predict` prints (4 decimals,
+so within 6e-5 including float32 rounding)."""
+import json
+import os
+import struct
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+TOY = os.path.join(os.path.dirname(__file__), "..", "data", "seed003_toy.txt")
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        data = f.read()
+    meta = header.pop("__metadata__")
+    tensors = {}
+    for name, info in header.items():
+        begin, end = info["data_offsets"]
+        array = np.frombuffer(data[begin:end], dtype="<f4").reshape(info["shape"])
+        tensors[name] = torch.from_numpy(array.astype(np.float64))
+    return tensors, meta
+
+
+def torch_probabilities(t, config, ids, causal):
+    x = t["embedding.weight"][ids]
+    if config["max_positions"] > 0:
+        x = x + t["position.weight"][: len(ids)]
+    heads, e = config["heads"], config["dim"]
+    d = e // heads
+
+    def project(name):  # [L, E] → [H, L, D]
+        y = F.linear(x, t[f"attention.{name}_proj_weight"], t[f"attention.{name}_proj_bias"])
+        return y.reshape(len(ids), heads, d).transpose(0, 1)
+
+    q, k, v = project("q"), project("k"), project("v")
+    scores = q @ k.transpose(1, 2) / d ** 0.5
+    if causal:
+        scores = scores.masked_fill(torch.ones(len(ids), len(ids)).triu(1).bool(), float("-inf"))
+    o = (scores.softmax(-1) @ v).transpose(0, 1).reshape(len(ids), e)
+    y = F.linear(o, t["attention.out_proj.weight"], t["attention.out_proj.bias"])
+    hidden = F.relu(F.linear(y.mean(0), t["head.0.weight"], t["head.0.bias"]))
+    return F.linear(hidden, t["head.2.weight"], t["head.2.bias"]).softmax(-1)
+
+
+def test_next_word_model_file_means_what_pytorch_means(attn, tmp_path):
+    model = tmp_path / "m.safetensors"
+    r = attn("train", "--task", "next-word", "--data", TOY, "--learn-embeddings", "12", "--heads",
+             "3", "--dim", "9", "--hidden", "7", "--positions", "--epochs", "30", "-o", model)
+    assert r.code == 0, r.err
+    t, meta = read_safetensors(model)
+    config = json.loads(meta["config"])
+    words = json.loads(meta["input_words"])
+    outputs = json.loads(meta["outputs"])
+    for text in ["not like", "do hate", "not"]:
+        want = torch_probabilities(t, config, [words.index(w) for w in text.split()], causal=True)
+        r = attn("predict", "--model", model, "--top", str(len(outputs)), text)
+        assert r.code == 0, r.err
+        got = {w: float(p) for w, p in (line.split() for line in r.out.splitlines()[1:])}
+        for i, word in enumerate(outputs):
+            assert abs(got[word] - want[i].item()) < 6e-5, (text, word, got, want)
