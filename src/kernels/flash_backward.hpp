@@ -123,10 +123,12 @@ class flash_backward {
       const float* q = f_.q + b * f_.qs[0] + h * f_.qs[1] + i * f_.qs[2];
       const float* gr = p_.grad_o + b * p_.gs[0] + h * p_.gs[1] + i * p_.gs[2];
       const float* o = p_.o + b * p_.os[0] + h * p_.os[1] + i * p_.os[2];
-      std::copy(q, q + f_.D, qp + i * dp_);
-      std::copy(gr, gr + f_.Dv, gp + i * dvp_);
+      for (int64_t d = 0; d < f_.D; ++d) qp[i * dp_ + d] = q[d];
       float d = 0.0f;
-      for (int64_t e = 0; e < f_.Dv; ++e) d += gr[e] * o[e];
+      for (int64_t e = 0; e < f_.Dv; ++e) {
+        gp[i * dvp_ + e] = gr[e];
+        d += gr[e] * o[e];
+      }
       s.delta[static_cast<size_t>(g * lp_ + i)] = d;
       const float lse = p_.lse[bh * f_.L + i];
       s.off[static_cast<size_t>(g * lp_ + i)] = lse == -bwd_inf ? bwd_inf : lse * bwd_log2e;
@@ -155,16 +157,28 @@ class flash_backward {
   }
 
   // kt[d][c] = K[j0 + c][d], vt[e][c] = V[j0 + c][e], kr[c][:] = K[j0 + c][:]; zero past S.
+  // (Row by row of the transposes: contiguous stores, reads from the tile's rows, all in L1.)
   void pack_keys(scratch& s, const float* kh, const float* vh, int64_t j0, int nk) const {
-    std::fill(s.kt.begin(), s.kt.end(), 0.0f);
-    std::fill(s.vt.begin(), s.vt.end(), 0.0f);
-    std::fill(s.kr.begin(), s.kr.end(), 0.0f);
+    if (nk < BC) {  // the last tile of a sequence: keys past S must read as 0
+      std::fill(s.kt.begin(), s.kt.end(), 0.0f);
+      std::fill(s.vt.begin(), s.vt.end(), 0.0f);
+      std::fill(s.kr.begin(), s.kr.end(), 0.0f);
+    }
+    const float* k0 = kh + j0 * f_.ks[2];
+    const float* v0 = vh + j0 * f_.vs[2];
+    for (int64_t d = 0; d < f_.D; ++d) {
+      float* row = s.kt.data() + d * BC;
+      for (int c = 0; c < nk; ++c) row[c] = k0[c * f_.ks[2] + d];
+    }
+    for (int64_t e = 0; e < f_.Dv; ++e) {
+      float* row = s.vt.data() + e * BC;
+      for (int c = 0; c < nk; ++c) row[c] = v0[c * f_.vs[2] + e];
+    }
+    // The padding lanes of kr (D to dp) are never written, so they stay 0 from allocation.
     for (int c = 0; c < nk; ++c) {
-      const float* k = kh + (j0 + c) * f_.ks[2];
-      const float* v = vh + (j0 + c) * f_.vs[2];
-      for (int64_t d = 0; d < f_.D; ++d) s.kt[static_cast<size_t>(d * BC + c)] = k[d];
-      for (int64_t e = 0; e < f_.Dv; ++e) s.vt[static_cast<size_t>(e * BC + c)] = v[e];
-      std::copy(k, k + f_.D, s.kr.data() + c * dp_);
+      const float* k = k0 + c * f_.ks[2];
+      float* row = s.kr.data() + c * dp_;
+      for (int64_t d = 0; d < f_.D; ++d) row[d] = k[d];  // short rows: a loop, not a memmove call
     }
   }
 
