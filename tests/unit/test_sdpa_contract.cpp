@@ -3,7 +3,7 @@
 // zeros (test_sdpa_fused / test_sdpa_reference: fully_masked_rows_…), logits around ±1e4 stay
 // finite and within the float32 formula's error (test_sdpa_fused: huge_logits_stay_finite), and
 // strided inputs give the bits of their contiguous copies (strided_… in both). The speed claim
-// (90% of keys masked no slower than 1.5× unmasked) is measured by bench/masked_speed.sh, not
+// (90% of keys masked no slower than 1.5× unmasked) is measured by bench/masked_speed.py, not
 // timed here.
 #include <gtest/gtest.h>
 
