@@ -61,8 +61,11 @@ struct row_softmax {
         for (int64_t d = 0; d < D; ++d)
           dot += static_cast<double>(qi[d * qs[3]]) * static_cast<double>(kh[j * ks[2] + d * ks[3]]);
         s = dot * scale;
-        if (mask != nullptr)
-          s += static_cast<double>(mask->data()[b * ms[0] + h * ms[1] + i * ms[2] + j * ms[3]]);
+        if (mask != nullptr) {
+          // The lowest float hides a key as -inf does, as in ref::sdpa and the fused kernels.
+          const float m = mask->data()[b * ms[0] + h * ms[1] + i * ms[2] + j * ms[3]];
+          s = m <= -std::numeric_limits<float>::max() ? neg_inf : s + static_cast<double>(m);
+        }
       }
       p[static_cast<size_t>(j)] = s;
       if (std::isnan(s) || s > row_max) row_max = s;

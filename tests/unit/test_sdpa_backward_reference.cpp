@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -202,6 +203,34 @@ TEST(sdpa_backward, shapes_of_o_lse_and_grad_o_are_checked) {
   EXPECT_THROW(attn::sdpa_backward(q, k, v, o, tensor({1, 2, 5}), o), attn::error);
   EXPECT_THROW(attn::sdpa_backward(q, k, v, tensor({1, 2, 4}), lse, o), attn::error);
   EXPECT_NO_THROW(attn::sdpa_backward(q, k, v, o, lse, o));
+}
+
+TEST(sdpa_backward, lowest_float_mask_hides_keys_as_minus_infinity_does) {
+  // A mask written with −FLT_MAX (no infinities) gives the gradients of −inf, bit for bit, in
+  // the reference and the fused kernel; a row hidden that way has zero gradients.
+  std::mt19937 rng(9);
+  const tensor q = random_tensor({1, 2, 5, 8}, rng), k = random_tensor({1, 2, 70, 8}, rng);
+  const tensor v = random_tensor({1, 2, 70, 8}, rng), g = random_tensor({1, 2, 5, 8}, rng);
+  tensor with_inf({5, 70}, 0.0f), with_lowest({5, 70}, 0.0f);
+  for (int64_t j = 0; j < 70; ++j)
+    for (int64_t i = 0; i < 5; ++i)
+      if (i == 3 || j % 3 == 0) {
+        with_inf.at({i, j}) = -inf;
+        with_lowest.at({i, j}) = -FLT_MAX;
+      }
+  for (const auto kernel : {attn::sdpa_kernel::reference, attn::sdpa_kernel::fused}) {
+    attn::sdpa_options a, b;
+    a.attn_mask = &with_inf, b.attn_mask = &with_lowest;
+    a.kernel = b.kernel = kernel;
+    tensor lse_a, lse_b;
+    const tensor o_a = attn::sdpa_forward(q, k, v, a, lse_a), o_b = attn::sdpa_forward(q, k, v, b, lse_b);
+    const attn::sdpa_gradients ga = attn::sdpa_backward(q, k, v, o_a, lse_a, g, a);
+    const attn::sdpa_gradients gb = attn::sdpa_backward(q, k, v, o_b, lse_b, g, b);
+    for (const auto& [x, y] : {std::pair{&ga.dq, &gb.dq}, {&ga.dk, &gb.dk}, {&ga.dv, &gb.dv}})
+      EXPECT_EQ(std::memcmp(x->data(), y->data(), x->values().size() * sizeof(float)), 0);
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t d = 0; d < 8; ++d) EXPECT_EQ(gb.dq.at({0, h, 3, d}), 0.0f);
+  }
 }
 
 }  // namespace
