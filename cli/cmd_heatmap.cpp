@@ -11,6 +11,7 @@
 #include "attn/embed.hpp"
 #include "attn/error.hpp"
 #include "attn/heatmap.hpp"
+#include "attn/text_model.hpp"
 #include "cli_common.hpp"
 
 namespace attn::cli {
@@ -18,7 +19,7 @@ namespace attn::cli {
 namespace {
 
 struct heatmap_args {
-  std::string vectors_path, scale = "sqrt", head = "all", output;
+  std::string vectors_path, model_path, scale = "sqrt", head = "all", output;
   std::vector<std::string> text;
 };
 
@@ -44,18 +45,52 @@ std::optional<int> parse_head(const std::string& text) {
   return value;
 }
 
-void run(const heatmap_args& args) {
-  // The cheap checks first, before the vectors are loaded.
-  const picture_format format = format_of(args.output);
-  const std::optional<int> head = parse_head(args.head);
-  const scale_spec scale = scale_spec::parse(args.scale);
-
+// Basic self-attention on word vectors: one head, with the walkthrough (E, S, scaled S, A, C)
+// as tables under it.
+heatmap_page vectors_page(const heatmap_args& args, const scale_spec& scale) {
   vectors vocab = load_vectors(args.vectors_path);
   embedding e = embed(read_text(args.text), vocab, {scale, false});
   if (!e.unknown.empty())
     warn(fmt::format("left out of attention, not in the vectors: {}", fmt::join(e.unknown, " ")));
+  return explain_page(e, vocab.source());
+}
 
-  heatmap_page page = explain_page(e, vocab.source());
+// A trained model's attention: one panel per head, as the model computes it when it predicts.
+heatmap_page model_page(const heatmap_args& args) {
+  const text_model model = text_model::load(args.model_path);
+  const std::string text = read_text(args.text);
+  const attention_map a = model.attention(text);
+  if (!a.unknown.empty())
+    warn(fmt::format("left out of attention, not known to the model: {}", fmt::join(a.unknown, " ")));
+  const text_model_config& c = model.config();
+  heatmap_page page;
+  page.map.title = fmt::format("Attention of each head of {}: how much each token (row) attends "
+                               "to each token (column)",
+                               args.model_path);
+  page.map.queries = a.tokens;
+  page.map.keys = a.tokens;
+  const int64_t heads = a.weights.dim(0), n = a.weights.dim(1);
+  for (int64_t h = 0; h < heads; ++h)
+    page.map.heads.push_back(
+        {fmt::format("head {}", h), a.weights.slice(0, h, h + 1).contiguous().reshape({n, n})});
+  page.notes.push_back(fmt::format("Tokens ({}): {}", n, fmt::join(a.tokens, " ")));
+  if (!a.unknown.empty())
+    page.notes.push_back(fmt::format("Left out, not known to the model: {}", fmt::join(a.unknown, " ")));
+  page.notes.push_back(fmt::format(
+      "Model: {} ({} task, {} head{} of {} dimensions, scale 1/√{}{})", args.model_path,
+      task_name(c.task), heads, heads == 1 ? "" : "s", c.dim / heads, c.dim / heads,
+      c.task == text_task::next_word ? "; causal: each token sees only itself and those before"
+                                     : ""));
+  return page;
+}
+
+void run(const heatmap_args& args) {
+  // The cheap checks first, before the vectors or the model are loaded.
+  const picture_format format = format_of(args.output);
+  const std::optional<int> head = parse_head(args.head);
+  const scale_spec scale = scale_spec::parse(args.scale);
+
+  heatmap_page page = args.model_path.empty() ? vectors_page(args, scale) : model_page(args);
   if (head) page.map = select_head(page.map, *head);
   write_output(args.output, format == picture_format::svg ? render_heatmap_svg(page.map)
                                                           : render_heatmap_html(page));
@@ -68,9 +103,16 @@ void add_heatmap_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "heatmap", "Draw who attends to whom in TEXT: an SVG heatmap, or a self-contained HTML "
                  "page with the heatmap, a head view and every step (by the extension of -o)");
-  sub->add_option("--vectors", args->vectors_path, "Word vectors (default: the embedded GloVe)");
+  CLI::Option* vectors =
+      sub->add_option("--vectors", args->vectors_path, "Word vectors (default: the embedded GloVe)");
+  CLI::Option* model = sub->add_option(
+      "--model", args->model_path,
+      "A model trained by attn train: draw its attention, one panel per head");
   sub->add_option("--head", args->head, "Which head to draw: all (default) or its number from 0");
-  sub->add_option("--scale", args->scale, "Score scale: sqrt (1/√d, default), none, or a number");
+  CLI::Option* scale = sub->add_option(
+      "--scale", args->scale, "Score scale for word vectors: sqrt (1/√d, default), none, or a number");
+  model->excludes(vectors);
+  model->excludes(scale);
   sub->add_option("-o,--output", args->output, "Output file: FILE.svg or FILE.html")->required();
   sub->add_option("text", args->text, "The text; read from standard input when absent or -");
   sub->callback([args] { run(*args); });

@@ -21,8 +21,8 @@ const std::map<std::string, std::string> synopses = {
      "attn explain [--vectors PATH] [--scale sqrt|none|NUMBER] [--color auto|always|never] "
      "[--html] [-o FILE] TEXT"},
     {"heatmap",
-     "attn heatmap [--vectors PATH] [--head all|N] [--scale sqrt|none|NUMBER] TEXT -o FILE.svg|"
-     "FILE.html"},
+     "attn heatmap [--vectors PATH | --model MODEL] [--head all|N] [--scale sqrt|none|NUMBER] "
+     "TEXT -o FILE.svg|FILE.html"},
     {"neighbors", "attn neighbors [--vectors PATH] [--top K] --word W TEXT"},
     {"mha",
      "attn mha --weights W.safetensors --heads H --query Q.npy [--key K.npy --value V.npy] "

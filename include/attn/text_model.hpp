@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/tensor.hpp"
+
 namespace attn {
 
 enum class text_task {
@@ -51,6 +53,15 @@ struct prediction {
   int64_t tokens_used = 0;
 };
 
+// What the model's attention does with a text: for each head, how much each token (row) attends
+// to each token (column). The next-word model is causal: row i sees only tokens 0 … i.
+struct attention_map {
+  std::vector<std::string> tokens;   // L tokens the model used (known words, the last
+                                     // max_positions of them when it has learned positions)
+  std::vector<std::string> unknown;  // words of the text the model has no embedding for
+  tensor weights;                    // [H, L, L]
+};
+
 struct evaluation {
   double accuracy = 0, loss = 0;
   int64_t n = 0;                 // predictions scored (sentences, or next words)
@@ -78,6 +89,9 @@ class text_model {
   // The k most likely next words (or labels) for the text. A text with no known word is a
   // usage error.
   prediction predict(std::string_view text, int64_t k) const;
+  // The attention weights of every head for the text, as the model computes them when it
+  // predicts from it. A text with no known word is a usage error.
+  attention_map attention(std::string_view text) const;
   // Accuracy and mean cross-entropy over a data file in the task's format.
   evaluation evaluate(const std::string& path) const;
 

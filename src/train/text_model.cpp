@@ -9,6 +9,7 @@
 
 #include "attn/error.hpp"
 #include "attn/safetensors.hpp"
+#include "attn/sdpa.hpp"
 #include "attn/tokenizer.hpp"
 #include "attn/vectors.hpp"
 #include "io/read_file.hpp"
@@ -152,24 +153,45 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
   return text_model(std::move(m));
 }
 
-prediction text_model::predict(std::string_view text, int64_t k) const {
-  const impl& m = *impl_;
+namespace {
+
+// A text as the model reads it: its known tokens (the whole text is one prefix or one sentence,
+// pooled as a whole), the words it has no embedding for, and the batch of one.
+struct model_input {
+  std::vector<std::string> tokens, unknown;
+  train::encoded_example encoded;
+  nn::batch batch;
+};
+
+model_input read_input(const text_model::impl& m, std::string_view text) {
+  model_input in;
   train::text_example example;
   example.tokens = tokenize(text);
   data_summary summary;
   // Only the inputs matter here: the example is encoded as a sentence to classify.
-  train::encoded_example e =
-      train::encode_example(example, text_task::classify, m.inputs, m.outputs,
-                            m.config.max_positions, summary);
-  prediction p;
+  in.encoded = train::encode_example(example, text_task::classify, m.inputs, m.outputs,
+                                     m.config.max_positions, summary);
   for (const std::string& t : example.tokens)
-    if (m.inputs.find(t) < 0) p.unknown.push_back(t);
-  p.tokens_used = static_cast<int64_t>(e.inputs.size());
-  if (e.inputs.empty()) throw_usage("no word of the text is known to the model");
-  // The whole text is one prefix (next-word) or one sentence (classify): pool all its tokens.
-  nn::batch b = train::make_batch({&e}, text_task::classify);
-  b.rows = {{0, b.length}};
-  b.targets.clear();
+    (m.inputs.find(t) < 0 ? in.unknown : in.tokens).push_back(t);
+  // encode_example keeps the last max_positions known tokens; so do the labels.
+  in.tokens.erase(in.tokens.begin(),
+                  in.tokens.end() - static_cast<std::ptrdiff_t>(in.encoded.inputs.size()));
+  if (in.encoded.inputs.empty()) throw_usage("no word of the text is known to the model");
+  in.batch = train::make_batch({&in.encoded}, text_task::classify);
+  in.batch.rows = {{0, in.batch.length}};
+  in.batch.targets.clear();
+  return in;
+}
+
+}  // namespace
+
+prediction text_model::predict(std::string_view text, int64_t k) const {
+  const impl& m = *impl_;
+  const model_input in = read_input(m, text);
+  prediction p;
+  p.unknown = in.unknown;
+  p.tokens_used = static_cast<int64_t>(in.encoded.inputs.size());
+  const nn::batch& b = in.batch;
   nn::network_cache<float> cache;
   m.net.forward(b, cache);
   const auto classes = static_cast<size_t>(m.outputs.size());
@@ -186,6 +208,28 @@ prediction text_model::predict(std::string_view text, int64_t k) const {
   for (size_t i = 0; i < count; ++i)
     p.top.push_back({m.outputs.words()[order[i]], probs[order[i]] / sum});
   return p;
+}
+
+attention_map text_model::attention(std::string_view text) const {
+  const impl& m = *impl_;
+  const model_input in = read_input(m, text);
+  nn::network_cache<float> cache;
+  m.net.forward(in.batch, cache);
+  // The forward keeps each head's Q and K ([1, H, L, D]) and the log-sum-exp of every row, not
+  // the L×L weights; sdpa recomputes them from Q and K under the same mask and scale.
+  const int64_t h = m.config.heads, l = in.batch.length, d = m.config.dim / h;
+  const shape_t shape{1, h, l, d};
+  sdpa_options options;
+  options.causal = m.net.shape().causal;
+  tensor weights;
+  const tensor q = tensor::view(cache.attention.q.data(), shape);
+  const tensor k = tensor::view(cache.attention.k.data(), shape);
+  sdpa(q, k, tensor::view(cache.attention.v.data(), shape), options, &weights);
+  attention_map out;
+  out.tokens = in.tokens;
+  out.unknown = in.unknown;
+  out.weights = weights.reshape({h, l, l});
+  return out;
 }
 
 evaluation text_model::evaluate(const std::string& path) const {

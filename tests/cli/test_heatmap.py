@@ -123,6 +123,74 @@ def test_failed_heatmap_keeps_the_old_file(attn, tmp_path):
     assert out.read_text() == "old" and os.listdir(tmp_path) == ["keep.svg"]
 
 
+# ---- a trained model: one panel per head ----
+
+TOY = os.path.join(os.path.dirname(__file__), "..", "data", "seed003_toy.txt")
+
+
+@pytest.fixture(scope="module")
+def two_head_model(tmp_path_factory):
+    model = tmp_path_factory.mktemp("model") / "toy.safetensors"
+    r = subprocess.run([ATTN, "train", "--task", "next-word", "--data", TOY, "--heads", "2",
+                        "--epochs", "20", "-o", str(model)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return model
+
+
+def test_model_heatmap_has_a_panel_per_head(attn, two_head_model, tmp_path):
+    out = tmp_path / "model.svg"
+    r = attn("heatmap", "--model", two_head_model, "not zzqxv like hate", "-o", out)
+    assert r.code == 0, r.err
+    assert r.err.startswith("warning:") and "zzqxv" in r.err  # unknown: left out, not an error
+    root = ET.parse(out).getroot()
+    assert [p.attrib["data-head"] for p in by_class(root, "panel")] == ["0", "1"]
+    cells = by_class(root, "cell")
+    assert len(cells) == 2 * 3 * 3
+    assert [e.text for e in by_class(root, "row-label")] == ["not", "like", "hate"] * 2
+    weights = np.zeros((2, 3, 3))
+    for cell in cells:
+        h, i, j = (int(cell.attrib[f"data-{a}"]) for a in ("head", "row", "col"))
+        weights[h, i, j] = float(cell.find(SVG + "title").text.rsplit(": ", 1)[1])
+    # Next-word attention is causal: each row sums to 1 over the tokens up to its own.
+    assert np.allclose(weights.sum(-1), 1, atol=1e-6)
+    assert np.all(weights[:, np.triu_indices(3, 1)[0], np.triu_indices(3, 1)[1]] == 0)
+    assert weights[0, 0, 0] == 1 and weights[1, 0, 0] == 1
+
+
+def test_model_heatmap_head_selection_and_page(attn, two_head_model, tmp_path):
+    one, page = tmp_path / "one.svg", tmp_path / "model.html"
+    assert attn("heatmap", "--model", two_head_model, "--head", "1", "not like", "-o", one).code == 0
+    assert [p.attrib["data-head"] for p in by_class(ET.parse(one).getroot(), "panel")] == ["0"]
+    r = attn("heatmap", "--model", two_head_model, "not like", "-o", page)
+    assert r.code == 0, r.err
+    html = page.read_text()
+    check_self_contained(html)
+    assert "head 0" in html and "head 1" in html and "causal" in html
+
+
+@pytest.mark.parametrize("args, code, words", [
+    (["--scale", "none"], 1, "--model excludes --scale"),
+    (["--vectors", "v.txt"], 1, "--vectors excludes --model"),
+    (["--head", "2"], 1, "out of range"),
+])
+def test_model_heatmap_usage_errors(attn, two_head_model, tmp_path, monkeypatch, args, code,
+                                    words):
+    monkeypatch.chdir(tmp_path)
+    r = attn("heatmap", "--model", two_head_model, *args, "not like", "-o", "x.svg")
+    assert r.code == code, r.err
+    assert words in one_error_line(r)
+    assert os.listdir(tmp_path) == []
+
+
+def test_model_heatmap_input_errors(attn, two_head_model, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = attn("heatmap", "--model", "missing.safetensors", "not like", "-o", "x.svg")
+    assert r.code == 2 and "missing.safetensors" in one_error_line(r)
+    r = attn("heatmap", "--model", two_head_model, "zzqxv", "-o", "x.svg")
+    assert r.code == 1 and "no word of the text is known to the model" in one_error_line(r)
+    assert os.listdir(tmp_path) == []
+
+
 # ---- HTML ----
 
 def check_self_contained(html):

@@ -30,7 +30,7 @@ def read_safetensors(path):
     return tensors, meta
 
 
-def torch_probabilities(t, config, ids, causal):
+def torch_probabilities(t, config, ids, causal, return_weights=False):
     x = t["embedding.weight"][ids]
     if config["max_positions"] > 0:
         x = x + t["position.weight"][: len(ids)]
@@ -45,7 +45,10 @@ def torch_probabilities(t, config, ids, causal):
     scores = q @ k.transpose(1, 2) / d ** 0.5
     if causal:
         scores = scores.masked_fill(torch.ones(len(ids), len(ids)).triu(1).bool(), float("-inf"))
-    o = (scores.softmax(-1) @ v).transpose(0, 1).reshape(len(ids), e)
+    weights = scores.softmax(-1)  # [H, L, L]
+    if return_weights:
+        return weights
+    o = (weights @ v).transpose(0, 1).reshape(len(ids), e)
     y = F.linear(o, t["attention.out_proj.weight"], t["attention.out_proj.bias"])
     hidden = F.relu(F.linear(y.mean(0), t["head.0.weight"], t["head.0.bias"]))
     return F.linear(hidden, t["head.2.weight"], t["head.2.bias"]).softmax(-1)
@@ -67,3 +70,30 @@ def test_next_word_model_file_means_what_pytorch_means(attn, tmp_path):
         got = {w: float(p) for w, p in (line.split() for line in r.out.splitlines()[1:])}
         for i, word in enumerate(outputs):
             assert abs(got[word] - want[i].item()) < 6e-5, (text, word, got, want)
+
+
+def test_heatmap_of_a_model_shows_the_attention_pytorch_computes(attn, tmp_path):
+    # Every cell's <title> holds attn's float32 weight; PyTorch recomputes each head's softmax
+    # from the model file in float64. An unknown word is left out of the tokens.
+    import xml.etree.ElementTree as ET
+    model = tmp_path / "m.safetensors"
+    r = attn("train", "--task", "next-word", "--data", TOY, "--learn-embeddings", "12", "--heads",
+             "3", "--dim", "9", "--hidden", "7", "--positions", "--epochs", "30", "-o", model)
+    assert r.code == 0, r.err
+    t, meta = read_safetensors(model)
+    config = json.loads(meta["config"])
+    words = json.loads(meta["input_words"])
+    out = tmp_path / "m.svg"
+    r = attn("heatmap", "--model", model, "not zzqxv like hate", "-o", out)
+    assert r.code == 0, r.err
+    want = torch_probabilities(
+        t, config, [words.index(w) for w in ["not", "like", "hate"]], causal=True,
+        return_weights=True)
+    svg = "{http://www.w3.org/2000/svg}"
+    cells = [e for e in ET.parse(out).getroot().iter(svg + "rect")
+             if e.attrib.get("class") == "cell"]
+    assert len(cells) == 3 * 3 * 3
+    for cell in cells:
+        h, i, j = (int(cell.attrib[f"data-{a}"]) for a in ("head", "row", "col"))
+        got = float(cell.find(svg + "title").text.rsplit(": ", 1)[1])
+        assert abs(got - want[h, i, j].item()) < 1e-5, (h, i, j, got, want[h, i, j].item())
