@@ -137,14 +137,22 @@ class flash_forward {
       }
       return any;
     }
-    for (int jj = 0; jj < nk; ++jj) {
-      float* row = s.mt.data() + jj * BR;
-      const float* mj = mb + jj * p_.ms[3] + i0 * p_.ms[2];
-      for (int64_t r = 0; r < BR; ++r) {
-        const float x = r < rows ? mj[r * p_.ms[2]] : 0.0f;
-        row[r] = x * log2e;
-        any |= r < rows && !(x == neg_inf);
+    // Row by row, reading along the keys: a walk down a column of a mask whose rows are 4 KiB
+    // apart (S = 1024) lands every read in the same cache set and missed L1 each time.
+    for (int64_t r = 0; r < BR; ++r) {
+      float* col = s.mt.data() + r;
+      if (r >= rows) {  // past L: zeros, never read back
+        for (int jj = 0; jj < nk; ++jj) col[jj * BR] = 0.0f;
+        continue;
       }
+      const float* mr = mb + (i0 + r) * p_.ms[2];
+      bool row_any = false;
+      for (int jj = 0; jj < nk; ++jj) {
+        const float x = mr[jj * p_.ms[3]];
+        col[jj * BR] = x * log2e;
+        row_any |= x != neg_inf;
+      }
+      any |= row_any;
     }
     return any;
   }
