@@ -10,7 +10,8 @@ namespace attn::kernels {
 // (the distance between rows), the convention of cblas_sgemm(CblasRowMajor, ...):
 //   op(A) is A [m, k], or Aᵀ when trans_a (A stored [k, m]);
 //   op(B) is B [k, n], or Bᵀ when trans_b (B stored [n, k]).
-// beta == 0 never reads C (it may hold garbage, NaN included).
+// beta == 0 never reads C (it may hold garbage, NaN included). bias, when given, adds bias[j]
+// to every row last: C = (alpha · op(A)·op(B) + beta · C) + bias, a linear layer's epilogue.
 struct gemm_args {
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0;
@@ -22,14 +23,31 @@ struct gemm_args {
   float beta = 0.0f;
   float* c = nullptr;
   int64_t ldc = 0;
+  const float* bias = nullptr;  // [n]
 };
 
 // On the OpenMP threads (one, when called inside a parallel region or for a small product).
 void gemm(const gemm_args& g);
 
+// A wider matrix packed whole by a kernel's pack_b_* (see gemm_packed_b.hpp), of which a product
+// uses the n columns from first_column on (a multiple of the kernel's panel width).
+struct b_panels {
+  const float* data = nullptr;  // nullptr: none, the kernel packs g.b itself
+  int64_t width = 0;            // the packed matrix's columns, padded to whole panels
+  int64_t first_column = 0;
+};
+
 // The instruction set's kernel on `threads` OpenMP threads (gemm picks the set and the count).
-void gemm_avx512(const gemm_args& g, int threads);
-void gemm_avx2(const gemm_args& g, int threads);
+// With packed panels, g's b, ldb and trans_b are not read.
+void gemm_avx512(const gemm_args& g, int threads, const b_panels& packed = {});
+void gemm_avx2(const gemm_args& g, int threads, const b_panels& packed = {});
+
+// op(B) of g (b, ldb, trans_b, k, n) packed whole for that kernel, into k · *_panel_width(n)
+// floats.
+void pack_b_avx512(const gemm_args& g, float* panels);
+void pack_b_avx2(const gemm_args& g, float* panels);
+int64_t avx512_panel_width(int64_t n);
+int64_t avx2_panel_width(int64_t n);
 
 // y[rows, out] = x[rows, in] · w[out, in]ᵀ (+ bias[out] when given); all dense: a linear layer.
 void gemm_xwt(const float* x, int64_t rows, int64_t in, const float* w, int64_t out,

@@ -15,7 +15,8 @@ void gemm(const gemm_args& g) {
       }
       float& c = g.c[i * g.ldc + j];
       const double before = g.beta == 0.0f ? 0.0 : static_cast<double>(g.beta) * c;
-      c = static_cast<float>(static_cast<double>(g.alpha) * sum + before);
+      const double bias = g.bias != nullptr ? static_cast<double>(g.bias[j]) : 0.0;
+      c = static_cast<float>(static_cast<double>(g.alpha) * sum + before + bias);
     }
 }
 

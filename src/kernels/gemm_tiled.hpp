@@ -4,7 +4,8 @@
 // Each thread owns a block of C. For each block of NC columns and KC steps of the inner
 // dimension, it packs that block of op(B) into panels of NR columns, then for each MR rows of
 // op(A) packs them and runs the micro-kernel (MR × NR sums held in registers) across the panels.
-// Packing makes every load of the inner loop contiguous, whatever the transposes.
+// Packing makes every load of the inner loop contiguous, whatever the transposes. A B used in
+// many products (a layer's weights) can be packed once, whole (pack_whole_b), and passed in.
 #pragma once
 
 #include <omp.h>
@@ -27,7 +28,21 @@ class gemm_tiled {
   static constexpr int64_t NC = 4096;  // a multiple of NR
   static_assert(NC % NR == 0);
 
-  gemm_tiled(const gemm_args& g, int threads) : g_(g), threads_(std::max(1, threads)) {}
+  gemm_tiled(const gemm_args& g, int threads, const b_panels& packed = {})
+      : g_(g), threads_(std::max(1, threads)), packed_(packed) {}
+
+  // Columns of a packed matrix: whole panels.
+  static int64_t padded_n(int64_t n) { return (n + NR - 1) / NR * NR; }
+
+  // op(B) → dst in block()'s order: block pc (kc rows) at pc·padded_n, its panel of columns j
+  // at j·kc within, laid out [kk·NR + c]. The bits of packing per call, so the products are
+  // identical either way.
+  void pack_whole_b(float* dst) const {
+    for (int64_t pc = 0; pc < g_.k; pc += KC) {
+      const int64_t kc = std::min(KC, g_.k - pc);
+      for (int64_t j = 0; j < g_.n; j += NR) pack_b(pc, kc, j, g_.n, dst + pc * padded_n(g_.n) + j * kc);
+    }
+  }
 
   void run() const {
     const int64_t m_panels = (g_.m + MR - 1) / MR, n_panels = (g_.n + NR - 1) / NR;
@@ -51,20 +66,26 @@ class gemm_tiled {
  private:
   // C[i_begin .. i_end, j_begin .. j_end) on the calling thread.
   void block(int64_t i_begin, int64_t i_end, int64_t j_begin, int64_t j_end) const {
-    float* const b_block = scratch(0, static_cast<size_t>(std::min(KC, g_.k) * NC));
+    const bool packed = packed_.data != nullptr;
+    float* const b_scratch = packed ? nullptr : scratch(0, static_cast<size_t>(std::min(KC, g_.k) * NC));
     float* const a_panel = scratch(1, static_cast<size_t>(MR * KC));
     for (int64_t jc = j_begin; jc < j_end; jc += NC) {
       const int64_t nc = std::min(NC, j_end - jc);
       for (int64_t pc = 0; pc < g_.k; pc += KC) {
         const int64_t kc = std::min(KC, g_.k - pc);
-        for (int64_t j = jc; j < jc + nc; j += NR) pack_b(pc, kc, j, std::min(j_end, jc + nc), b_block + (j - jc) * kc);
+        const float* b_block = b_scratch;
+        if (packed)
+          b_block = packed_.data + pc * packed_.width + (packed_.first_column + jc) * kc;
+        else
+          for (int64_t j = jc; j < jc + nc; j += NR)
+            pack_b(pc, kc, j, std::min(j_end, jc + nc), b_scratch + (j - jc) * kc);
         for (int64_t i0 = i_begin; i0 < i_end; i0 += MR) {
           const int rows = static_cast<int>(std::min<int64_t>(MR, i_end - i0));
           pack_a(i0, i_end, pc, kc, a_panel);
           for (int64_t j = jc; j < jc + nc; j += NR) {
             const int cols = static_cast<int>(std::min<int64_t>(NR, jc + nc - j));
             micro_kernel(kc, a_panel, b_block + (j - jc) * kc, g_.c + i0 * g_.ldc + j, rows, cols,
-                         pc == 0 ? g_.beta : 1.0f);
+                         pc == 0 ? g_.beta : 1.0f, pc == 0 && g_.bias != nullptr ? g_.bias + j : nullptr);
           }
         }
       }
@@ -126,9 +147,10 @@ class gemm_tiled {
     }
   }
 
-  // C[0 .. rows, 0 .. cols) = alpha · Ap·Bp + beta · C (beta 0: C is not read).
+  // C[0 .. rows, 0 .. cols) = alpha · Ap·Bp + beta · C (beta 0: C is not read), + bias[0 .. cols)
+  // when given (the first block of the inner dimension only).
   void micro_kernel(int64_t kc, const float* ap, const float* bp, float* c, int rows, int cols,
-                    float beta) const {
+                    float beta, const float* bias) const {
     using vec = typename V::vec;
     vec lo[MR], hi[MR];
 #pragma GCC unroll 16
@@ -145,6 +167,11 @@ class gemm_tiled {
     }
     const vec alpha = V::set1(g_.alpha), vbeta = V::set1(beta);
     const int n0 = std::min(cols, W), n1 = std::max(cols - W, 0);
+    vec bias0 = V::zero(), bias1 = V::zero();
+    if (bias != nullptr) {
+      bias0 = cols == NR ? V::load(bias) : V::load_first(bias, n0);
+      bias1 = cols == NR ? V::load(bias + W) : V::load_first(bias + W, n1);
+    }
     for (int r = 0; r < rows; ++r) {
       float* row = c + r * g_.ldc;
       vec y0 = V::mul(lo[r], alpha), y1 = V::mul(hi[r], alpha);
@@ -153,6 +180,7 @@ class gemm_tiled {
           y0 = V::fmadd(V::load(row), vbeta, y0);
           y1 = V::fmadd(V::load(row + W), vbeta, y1);
         }
+        if (bias != nullptr) y0 = V::add(y0, bias0), y1 = V::add(y1, bias1);
         V::store(row, y0);
         V::store(row + W, y1);
       } else {
@@ -160,6 +188,7 @@ class gemm_tiled {
           y0 = V::fmadd(V::load_first(row, n0), vbeta, y0);
           if (n1 > 0) y1 = V::fmadd(V::load_first(row + W, n1), vbeta, y1);
         }
+        if (bias != nullptr) y0 = V::add(y0, bias0), y1 = V::add(y1, bias1);
         V::store_first(row, y0, n0);
         if (n1 > 0) V::store_first(row + W, y1, n1);
       }
@@ -168,6 +197,7 @@ class gemm_tiled {
 
   const gemm_args& g_;
   int threads_;
+  b_panels packed_;
 };
 
 }  // namespace attn::kernels

@@ -1,9 +1,11 @@
 // kernels::gemm, the projections' sgemm, against a long-double computation: every transpose,
 // odd sizes on both sides of the kernel's blocks (MR rows, NR columns, KC, NC), leading
 // dimensions wider than the matrices (whose padding must stay untouched), alpha and beta, and
-// each instruction set this CPU has, on one thread and on two.
+// each instruction set this CPU has, on one thread and on two; the bias epilogue, and B packed
+// once (a layer's weights) against B packed per call, bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -11,11 +13,14 @@
 #include <vector>
 
 #include "kernels/gemm.hpp"
+#include "kernels/gemm_packed_b.hpp"
 #include "kernels/isa.hpp"
 
 namespace {
 
+using attn::kernels::b_panels;
 using attn::kernels::gemm_args;
+using kernel_fn = void (*)(const gemm_args&, int, const b_panels&);
 
 struct problem {
   bool ta, tb;
@@ -24,8 +29,8 @@ struct problem {
 };
 
 // The kernels this CPU can run, each as a function of (args, threads).
-std::vector<std::pair<const char*, void (*)(const gemm_args&, int)>> kernels_here() {
-  std::vector<std::pair<const char*, void (*)(const gemm_args&, int)>> ks;
+std::vector<std::pair<const char*, kernel_fn>> kernels_here() {
+  std::vector<std::pair<const char*, kernel_fn>> ks;
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
     ks.emplace_back("avx512", attn::kernels::gemm_avx512);
@@ -36,7 +41,7 @@ std::vector<std::pair<const char*, void (*)(const gemm_args&, int)>> kernels_her
 }
 
 // Runs one kernel on p and checks every element of C (and that the padding is untouched).
-void check(const problem& p, void (*kernel)(const gemm_args&, int), int threads, std::mt19937& rng,
+void check(const problem& p, kernel_fn kernel, int threads, std::mt19937& rng,
            const char* name) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const int64_t pad = 3;  // leading dimensions wider than the rows
@@ -58,7 +63,7 @@ void check(const problem& p, void (*kernel)(const gemm_args&, int), int threads,
   gemm_args g;
   g.trans_a = p.ta, g.trans_b = p.tb, g.m = p.m, g.n = p.n, g.k = p.k, g.alpha = p.alpha;
   g.a = a.data(), g.lda = lda, g.b = b.data(), g.ldb = ldb, g.beta = p.beta, g.c = c.data(), g.ldc = ldc;
-  kernel(g, threads);
+  kernel(g, threads, {});
 
   for (int64_t i = 0; i < p.m; ++i)
     for (int64_t j = 0; j < ldc; ++j) {
@@ -122,9 +127,9 @@ TEST(gemm, same_bits_on_any_thread_count) {
     g.trans_b = true, g.m = m, g.n = n, g.k = k, g.a = a.data(), g.lda = k, g.b = b.data(), g.ldb = k,
     g.ldc = n;
     g.c = c1.data();
-    kernel(g, 1);
+    kernel(g, 1, {});
     g.c = c2.data();
-    kernel(g, 2);
+    kernel(g, 2, {});
     EXPECT_EQ(c1, c2) << name;
   }
 }
@@ -154,3 +159,142 @@ TEST(gemm, dispatcher_and_reference_agree_and_empty_sums_scale_c) {
 }
 
 }  // namespace
+
+namespace {
+
+// Each kernel with its whole-B packer and the width of its packed panels.
+struct packing_kernel {
+  const char* name;
+  kernel_fn run;
+  void (*pack)(const gemm_args&, float*);
+  int64_t (*width)(int64_t);
+};
+
+std::vector<packing_kernel> packing_kernels_here() {
+  std::vector<packing_kernel> ks;
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+    ks.push_back({"avx512", attn::kernels::gemm_avx512, attn::kernels::pack_b_avx512,
+                  attn::kernels::avx512_panel_width});
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    ks.push_back({"avx2", attn::kernels::gemm_avx2, attn::kernels::pack_b_avx2,
+                  attn::kernels::avx2_panel_width});
+#endif
+  return ks;
+}
+
+std::vector<float> normal_values(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+}  // namespace
+
+TEST(gemm, bias_epilogue_gives_the_bits_of_bias_copied_into_c_first) {
+  // What linear layers did before the epilogue: C = bias on every row, then beta = 1.
+  std::mt19937 rng(15);
+  for (const auto& [name, kernel] : kernels_here())
+    for (int64_t m : {1, 7, 65})
+      for (int64_t n : {1, 33, 129})
+        for (int64_t k : {7, 257})
+          for (int threads : {1, 2}) {
+            const auto a = normal_values(static_cast<size_t>(m * k), rng);
+            const auto b = normal_values(static_cast<size_t>(n * k), rng);
+            const auto bias = normal_values(static_cast<size_t>(n), rng);
+            std::vector<float> fused(static_cast<size_t>(m * n), std::numeric_limits<float>::quiet_NaN());
+            std::vector<float> copied(fused.size());
+            for (int64_t i = 0; i < m; ++i) std::copy(bias.begin(), bias.end(), copied.begin() + i * n);
+            gemm_args g;
+            g.trans_b = true, g.m = m, g.n = n, g.k = k, g.a = a.data(), g.lda = k, g.b = b.data(), g.ldb = k;
+            g.ldc = n;
+            g.c = copied.data(), g.beta = 1.0f;
+            kernel(g, threads, {});
+            g.c = fused.data(), g.beta = 0.0f, g.bias = bias.data();
+            kernel(g, threads, {});
+            ASSERT_EQ(fused, copied) << name << " m=" << m << " n=" << n << " k=" << k;
+            // And the reference agrees within rounding.
+            std::vector<float> r(fused.size());
+            g.c = r.data();
+            attn::kernels::ref::gemm(g);
+            for (size_t i = 0; i < r.size(); ++i)
+              ASSERT_NEAR(fused[i], r[i], 1e-4 * (1.0 + std::fabs(r[i]))) << name;
+          }
+}
+
+TEST(gemm, packed_b_columns_give_the_bits_of_packing_per_call_on_any_thread_count) {
+  std::mt19937 rng(16);
+  for (const packing_kernel& kernel : packing_kernels_here())
+    for (bool tb : {false, true})
+      for (int64_t k : {1, 7, 257, 513})
+        for (int64_t n_total : {1, 7, 65, 129}) {
+          // The whole matrix packed once; products on column ranges that start a panel.
+          const int64_t ldb = tb ? k + 2 : n_total + 2;
+          const auto b = normal_values(static_cast<size_t>((tb ? n_total : k) * ldb), rng);
+          gemm_args whole;
+          whole.trans_b = tb, whole.k = k, whole.n = n_total, whole.b = b.data(), whole.ldb = ldb;
+          std::vector<float> panels(static_cast<size_t>(k * kernel.width(n_total)));
+          kernel.pack(whole, panels.data());
+          const int64_t nr = kernel.width(1);
+          for (int64_t first = 0; first < n_total; first += nr)
+            for (int64_t n : {int64_t{1}, n_total - first})
+              for (int64_t m : {1, 7, 63, 65, 129}) {
+                  const bool bias = (m + n) % 2 == 0;  // half with, half without
+                  const auto a = normal_values(static_cast<size_t>(m * k), rng);
+                  const auto bias_values = normal_values(static_cast<size_t>(n), rng);
+                  gemm_args g = whole;
+                  g.m = m, g.n = n, g.a = a.data(), g.lda = k, g.ldc = n;
+                  g.b = tb ? b.data() + first * ldb : b.data() + first;
+                  g.bias = bias ? bias_values.data() : nullptr;
+                  std::vector<float> want(static_cast<size_t>(m * n));
+                  g.c = want.data();
+                  kernel.run(g, 1, {});
+                  for (int threads : {1, 2}) {
+                    std::vector<float> got(want.size(), std::numeric_limits<float>::quiet_NaN());
+                    g.c = got.data();
+                    kernel.run(g, threads, {panels.data(), kernel.width(n_total), first});
+                    ASSERT_EQ(got, want) << kernel.name << " tb=" << tb << " k=" << k << " n_total="
+                                         << n_total << " first=" << first << " n=" << n << " m=" << m
+                                         << " threads=" << threads;
+                  }
+                }
+        }
+}
+
+TEST(gemm, packed_b_through_the_dispatcher_and_its_fallbacks) {
+  // attn::kernels::gemm(g, packed, first) matches gemm(g) bit for bit: on the packed panels when
+  // they fit, and by packing g.b itself when they do not (a column that does not start a panel,
+  // another inner size).
+  std::mt19937 rng(17);
+  const int64_t k = 300, n_total = 200;
+  const auto w = normal_values(static_cast<size_t>(n_total * k), rng);  // [n, k], a layer's weight
+  gemm_args whole;
+  whole.trans_b = true, whole.k = k, whole.n = n_total, whole.b = w.data(), whole.ldb = k;
+  const attn::kernels::packed_b packed(whole);
+  EXPECT_EQ(packed.k(), k);
+  EXPECT_EQ(packed.n(), n_total);
+  for (int64_t first : {0, 1, 64, 128, 130})
+    for (int64_t m : {1, 129, 600}) {
+      const int64_t n = std::min<int64_t>(64, n_total - first);
+      const auto a = normal_values(static_cast<size_t>(m * k), rng);
+      gemm_args g = whole;
+      g.m = m, g.n = n, g.a = a.data(), g.lda = k, g.b = w.data() + first * k, g.ldc = n;
+      std::vector<float> want(static_cast<size_t>(m * n)), got(want.size());
+      g.c = want.data();
+      attn::kernels::gemm(g);
+      g.c = got.data();
+      attn::kernels::gemm(g, packed, first);
+      ASSERT_EQ(got, want) << "first=" << first << " m=" << m;
+    }
+  // Another inner size than the packing's: B is read from g.b.
+  const auto a = normal_values(static_cast<size_t>(5 * 100), rng);
+  gemm_args g = whole;
+  g.m = 5, g.k = 100, g.n = 40, g.a = a.data(), g.lda = 100, g.ldb = 100, g.ldc = 40;
+  std::vector<float> want(200), got(200);
+  g.c = want.data();
+  attn::kernels::gemm(g);
+  g.c = got.data();
+  attn::kernels::gemm(g, packed, 0);
+  EXPECT_EQ(got, want);
+}
