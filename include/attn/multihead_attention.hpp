@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "attn/tensor.hpp"
@@ -49,6 +50,9 @@ class multihead_attention {
   int64_t embed_dim_ = 0, kdim_ = 0, vdim_ = 0, num_heads_ = 0;
   tensor q_weight_, k_weight_, v_weight_, out_weight_;
   tensor q_bias_, k_bias_, v_bias_, out_bias_;  // empty without bias
+  // The same weights packed once for the matrix-product kernel (multihead_attention.cpp).
+  struct packed_projections;
+  std::shared_ptr<const packed_projections> packed_;
 };
 
 // The spelling; attn names its types in snake_case like the standard library.

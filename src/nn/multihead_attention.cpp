@@ -4,13 +4,26 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include "attn/error.hpp"
-#include "attn/linear.hpp"
 #include "attn/sdpa.hpp"
+#include "nn/multihead_attention_scratch.hpp"
+#include "nn/packed_linear.hpp"
 
 namespace attn {
+
+// The projections' weights, packed once when the layer is built. When kdim == vdim == E the
+// three input projections are one [3E, E] matrix, so self-attention computes Q, K and V in one
+// product (x read once, one pass of the threads); otherwise each has its own.
+struct multihead_attention::packed_projections {
+  nn::packed_linear in;       // [Wq; Wk; Wv], when kdim == vdim == E
+  nn::packed_linear q, k, v;  // otherwise
+  nn::packed_linear out;
+};
 
 namespace {
 
@@ -52,6 +65,25 @@ class state_reader {
   const std::map<std::string, tensor>& state_;
   const std::string& source_;
 };
+
+// Dense tensors stacked along their first axis (all with the same trailing sizes).
+tensor concat_rows(const std::vector<tensor>& parts) {
+  shape_t shape = parts.front().shape();
+  shape[0] = 0;
+  for (const tensor& t : parts) shape[0] += t.dim(0);
+  tensor out(shape);
+  float* dst = out.data();
+  for (const tensor& t : parts) {
+    const tensor c = t.contiguous();
+    dst = std::copy(c.data(), c.data() + c.numel(), dst);
+  }
+  return out;
+}
+
+// Whether a and b are one and the same view (self-attention passes x as query, key and value).
+bool same_view(const tensor& a, const tensor& b) {
+  return a.data() == b.data() && a.shape() == b.shape() && a.strides() == b.strides();
+}
 
 }  // namespace
 
@@ -129,6 +161,20 @@ multihead_attention multihead_attention::from_state_dict(const std::map<std::str
     m.v_bias_ = b.slice(0, 2 * E, 3 * E).clone();
     m.out_bias_ = r.get("out_proj.bias", {E});
   }
+
+  auto projections = std::make_shared<packed_projections>();
+  if (m.kdim_ == E && m.vdim_ == E) {
+    const tensor w = concat_rows({m.q_weight_, m.k_weight_, m.v_weight_});
+    projections->in = nn::packed_linear(w, m.has_bias() ? concat_rows({m.q_bias_, m.k_bias_, m.v_bias_}) : tensor());
+    // The layer's own weights become views of the stacked copy rather than a second one.
+    m.q_weight_ = w.slice(0, 0, E), m.k_weight_ = w.slice(0, E, 2 * E), m.v_weight_ = w.slice(0, 2 * E, 3 * E);
+  } else {
+    projections->q = nn::packed_linear(m.q_weight_, m.q_bias_);
+    projections->k = nn::packed_linear(m.k_weight_, m.k_bias_);
+    projections->v = nn::packed_linear(m.v_weight_, m.v_bias_);
+  }
+  projections->out = nn::packed_linear(m.out_weight_, m.out_bias_);
+  m.packed_ = std::move(projections);
   return m;
 }
 
@@ -138,6 +184,7 @@ tensor multihead_attention::forward(const tensor& query, const tensor& key, cons
   const auto fail = [](const tensor& t, const char* name, const std::string& problem) {
     throw_usage(fmt::format("{}: {}", t.describe(name), problem));
   };
+  if (packed_ == nullptr) throw_usage("multihead_attention: build it with from_state_dict or load");
   const int64_t E = embed_dim_, H = num_heads_, hd = head_dim();
   if (query.rank() != 3 || query.dim(2) != E)
     fail(query, "query", fmt::format("expected [B, L, {}] (embed_dim {})", E, E));
@@ -160,13 +207,35 @@ tensor multihead_attention::forward(const tensor& query, const tensor& key, cons
          fmt::format("expected [L, S] = {} or [B·H, L, S] = {}", shape_to_string({L, S}),
                      shape_to_string({B * H, L, S})));
 
+  const packed_projections& p = *packed_;
   // [B, n, E] → [B, H, n, hd]: a strided view, which sdpa reads as it is.
   const auto heads = [&](const tensor& x, int64_t n) {
     return x.reshape({B, n, H, hd}).transpose(1, 2);
   };
-  const tensor q = heads(linear(query, q_weight_, has_bias() ? &q_bias_ : nullptr), L);
-  const tensor k = heads(linear(key, k_weight_, has_bias() ? &k_bias_ : nullptr), S);
-  const tensor v = heads(linear(value, v_weight_, has_bias() ? &v_bias_ : nullptr), S);
+  // Projection `which` (0 q, 1 k, 2 v) of x [B, n, in] → [B, n, E].
+  const auto project = [&](const tensor& x, int64_t n, int which) {
+    const tensor xc = x.contiguous();
+    tensor y({B, n, E});
+    if (!p.in.empty()) p.in.apply(xc.data(), B * n, y.data(), E, which * E, E);
+    else (which == 0 ? p.q : which == 1 ? p.k : p.v).apply(xc.data(), B * n, y.data());
+    return y;
+  };
+  tensor q, k, v;
+  if (!p.in.empty() && same_view(query, key) && same_view(key, value)) {
+    // Self-attention: one product x·[Wq; Wk; Wv]ᵀ → [B, L, 3E], each row Q | K | V, of which the
+    // heads are strided views (no copies).
+    const tensor x = query.contiguous();
+    float* const qkv = nn::mha_scratch(nn::mha_scratch_slot::qkv, static_cast<size_t>(B * L * 3 * E));
+    p.in.apply(x.data(), B * L, qkv);
+    const tensor split = tensor::view(qkv, {B, L, 3 * H, hd});
+    q = split.slice(2, 0, H).transpose(1, 2);
+    k = split.slice(2, H, 2 * H).transpose(1, 2);
+    v = split.slice(2, 2 * H, 3 * H).transpose(1, 2);
+  } else {
+    q = heads(project(query, L, 0), L);
+    k = heads(project(key, S, 1), S);
+    v = heads(project(value, S, 2), S);
+  }
 
   // Both masks are additive. Alone, each goes to sdpa as a broadcast view (a key padding mask
   // as [B, 1, 1, S], which the fused kernel applies per key); together, one [B, H, L, S] sum
@@ -195,8 +264,19 @@ tensor multihead_attention::forward(const tensor& query, const tensor& key, cons
   if (!mask.empty()) so.attn_mask = &mask;
 
   const tensor o = sdpa(q, k, v, so, weights_out);  // [B, H, L, hd]
-  const tensor concat = o.transpose(1, 2).contiguous().reshape({B, L, E});
-  return linear(concat, out_weight_, has_bias() ? &out_bias_ : nullptr);
+  // The heads side by side, [B, L, H·hd], for the output projection.
+  float* const concat = nn::mha_scratch(nn::mha_scratch_slot::heads, static_cast<size_t>(B * L * E));
+  const tensor oc = o.contiguous();  // [B, H, L, hd]
+  const float* const od = oc.data();
+#pragma omp parallel for if (B * L * E >= (int64_t{1} << 18))
+  for (int64_t bl = 0; bl < B * L; ++bl) {
+    const int64_t b = bl / L, l = bl % L;
+    for (int64_t h = 0; h < H; ++h)
+      std::copy_n(od + ((b * H + h) * L + l) * hd, hd, concat + bl * E + h * hd);
+  }
+  tensor y({B, L, E});
+  p.out.apply(concat, B * L, y.data());
+  return y;
 }
 
 }  // namespace attn

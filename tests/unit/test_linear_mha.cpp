@@ -2,7 +2,9 @@
 // computation, and the checks on weights and shapes. The PyTorch comparison lives in
 // tests/oracle/ (it needs python3-torch).
 #include <gtest/gtest.h>
+#include <omp.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <map>
@@ -13,6 +15,7 @@
 #include "attn/error.hpp"
 #include "attn/linear.hpp"
 #include "attn/multihead_attention.hpp"
+#include "attn/sdpa.hpp"
 #include "attn/tensor.hpp"
 
 namespace {
@@ -159,6 +162,84 @@ TEST(multihead_attention, matches_float64_loops_on_odd_shapes) {
           EXPECT_NEAR(y.values()[i], want[i], 1e-5 * (1.0 + std::fabs(want[i])))
               << "L " << L << " E " << E << " H " << H << " causal " << causal;
       }
+}
+
+// The layer spelled out with the public pieces, linear and sdpa, one projection at a time.
+tensor composed_mha(const std::map<std::string, tensor>& s, const tensor& q_in, const tensor& k_in,
+                    const tensor& v_in, int64_t H, bool causal) {
+  const int64_t B = q_in.dim(0), L = q_in.dim(1), S = k_in.dim(1), E = q_in.dim(2), D = E / H;
+  const tensor& w = s.at("in_proj_weight");
+  const tensor& b = s.at("in_proj_bias");
+  const auto project = [&](const tensor& x, int64_t p, int64_t n) {
+    const tensor wp = w.slice(0, p * E, (p + 1) * E), bp = b.slice(0, p * E, (p + 1) * E);
+    return attn::linear(x, wp, &bp).reshape({B, n, H, D}).transpose(1, 2);
+  };
+  attn::sdpa_options o;
+  o.causal = causal;
+  const tensor heads = attn::sdpa(project(q_in, 0, L), project(k_in, 1, S), project(v_in, 2, S), o);
+  const tensor concat = heads.transpose(1, 2).contiguous().reshape({B, L, E});
+  return attn::linear(concat, s.at("out_proj.weight"), &s.at("out_proj.bias"));
+}
+
+TEST(multihead_attention, packed_and_fused_projections_give_the_bits_of_linear_and_sdpa) {
+  // Self-attention takes one product x·[Wq; Wk; Wv]ᵀ on weights packed when the layer is built;
+  // a copy of x (another tensor) goes projection by projection. Both must give exactly the
+  // bits of linear + sdpa + linear, on one thread and on two.
+  std::mt19937 rng(21);
+  const int threads = omp_get_max_threads();
+  for (int64_t L : {1, 7, 63, 65, 129})
+    for (auto [E, H] : std::vector<std::pair<int64_t, int64_t>>{{7, 1}, {64, 4}, {96, 3}})
+      for (bool causal : {false, true}) {
+        const int64_t B = L > 64 ? 1 : 2;
+        const auto s = random_state(E, rng);
+        const auto m = attn::multihead_attention::from_state_dict(s, H, "random");
+        const tensor x = random_tensor({B, L, E}, rng);
+        const tensor x_copy = x.clone();
+        attn::mha_options o;
+        o.causal = causal;
+        const tensor want = composed_mha(s, x, x, x, H, causal);
+        for (int t : {1, 2}) {
+          omp_set_num_threads(t);
+          const tensor fused = m.forward(x, x, x, o);
+          const tensor separate = m.forward(x, x_copy, x_copy.contiguous(), o);
+          omp_set_num_threads(threads);
+          const auto same = [&](const tensor& got) {
+            return std::equal(got.values().begin(), got.values().end(), want.values().begin());
+          };
+          EXPECT_TRUE(same(fused)) << "fused L " << L << " E " << E << " threads " << t;
+          EXPECT_TRUE(same(separate)) << "separate L " << L << " E " << E << " threads " << t;
+        }
+      }
+}
+
+TEST(multihead_attention, cross_attention_with_kdim_and_vdim_matches_linear_and_sdpa) {
+  // Separate q/k/v weights of other input sizes: each projection packed on its own.
+  std::mt19937 rng(22);
+  const int64_t B = 2, L = 9, S = 65, E = 64, H = 4, kdim = 33, vdim = 129;
+  std::map<std::string, tensor> s;
+  s["q_proj_weight"] = random_tensor({E, E}, rng);
+  s["k_proj_weight"] = random_tensor({E, kdim}, rng);
+  s["v_proj_weight"] = random_tensor({E, vdim}, rng);
+  s["in_proj_bias"] = random_tensor({3 * E}, rng);
+  s["out_proj.weight"] = random_tensor({E, E}, rng);
+  s["out_proj.bias"] = random_tensor({E}, rng);
+  for (auto& [name, t] : s)
+    for (float& v : t.values()) v *= 0.2f;
+  const auto m = attn::multihead_attention::from_state_dict(s, H, "random");
+  const tensor q = random_tensor({B, L, E}, rng), k = random_tensor({B, S, kdim}, rng),
+               v = random_tensor({B, S, vdim}, rng);
+  const tensor& b = s.at("in_proj_bias");
+  const auto project = [&](const tensor& x, const char* w, int64_t p, int64_t n) {
+    const tensor bp = b.slice(0, p * E, (p + 1) * E);
+    return attn::linear(x, s.at(w), &bp).reshape({B, n, H, E / H}).transpose(1, 2);
+  };
+  const tensor heads = attn::sdpa(project(q, "q_proj_weight", 0, L), project(k, "k_proj_weight", 1, S),
+                                  project(v, "v_proj_weight", 2, S));
+  const tensor want = attn::linear(heads.transpose(1, 2).contiguous().reshape({B, L, E}),
+                                   s.at("out_proj.weight"), &s.at("out_proj.bias"));
+  const tensor got = m.forward(q, k, v);
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_TRUE(std::equal(got.values().begin(), got.values().end(), want.values().begin()));
 }
 
 std::string input_error(const std::map<std::string, tensor>& s, int64_t heads) {
