@@ -99,7 +99,7 @@ TEST(gemm, every_transpose_and_odd_sizes_against_long_double) {
       for (bool tb : {false, true})
         for (int64_t m : {1, 7, 13, 65})
           for (int64_t n : {1, 31, 33, 530})
-            for (int64_t k : {1, 7, 257})
+            for (int64_t k : {1, 7, 513})  // 513: two blocks of the inner dimension
               for (int threads : {1, 2}) check({ta, tb, m, n, k, 1.0f, 0.0f}, kernel, threads, rng, name);
 }
 
@@ -117,7 +117,7 @@ TEST(gemm, same_bits_on_any_thread_count) {
   // Each element is summed in the same order whichever thread computes it.
   std::mt19937 rng(13);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const int64_t m = 300, n = 600, k = 300;
+  const int64_t m = 300, n = 600, k = 700;  // two blocks of the inner dimension
   std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(n * k));
   for (float& x : a) x = normal(rng);
   for (float& x : b) x = normal(rng);
