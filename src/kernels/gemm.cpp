@@ -20,7 +20,7 @@ void run_gemm(const gemm_args& g, const packed_b* packed, int64_t first_column) 
   if (g.k <= 0) {  // an empty sum: C = beta · C (+ bias)
     for (int64_t i = 0; i < g.m; ++i)
       for (int64_t j = 0; j < g.n; ++j) {
-        float& c = g.c[i * g.ldc + j];
+        float& c = *g.c_at(i, j);
         c = g.beta == 0.0f ? 0.0f : g.beta * c;
         if (g.bias != nullptr) c += g.bias[j];
       }

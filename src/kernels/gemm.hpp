@@ -24,6 +24,16 @@ struct gemm_args {
   float* c = nullptr;
   int64_t ldc = 0;
   const float* bias = nullptr;  // [n]
+  // C in groups, when c_rows > 0: rows in groups of c_rows, columns in groups of c_cols (a
+  // multiple of 32, so that no micro-kernel tile straddles two), element (i, j) at c_at(i, j).
+  // A projection's [B·L, G·hd] result goes straight to heads [B, G, L, hd] this way.
+  int64_t c_rows = 0, c_row_group_stride = 0, c_cols = 0, c_col_group_stride = 0;
+
+  float* c_at(int64_t i, int64_t j) const {
+    if (c_rows == 0) return c + i * ldc + j;
+    return c + (i / c_rows) * c_row_group_stride + (i % c_rows) * ldc +
+           (j / c_cols) * c_col_group_stride + j % c_cols;
+  }
 };
 
 // On the OpenMP threads (one, when called inside a parallel region or for a small product).

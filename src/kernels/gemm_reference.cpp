@@ -13,7 +13,7 @@ void gemm(const gemm_args& g) {
         const double b = g.trans_b ? g.b[j * g.ldb + p] : g.b[p * g.ldb + j];
         sum += a * b;
       }
-      float& c = g.c[i * g.ldc + j];
+      float& c = *g.c_at(i, j);
       const double before = g.beta == 0.0f ? 0.0 : static_cast<double>(g.beta) * c;
       const double bias = g.bias != nullptr ? static_cast<double>(g.bias[j]) : 0.0;
       c = static_cast<float>(static_cast<double>(g.alpha) * sum + before + bias);

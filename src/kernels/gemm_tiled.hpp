@@ -95,7 +95,7 @@ class gemm_tiled {
           pack_a(i0, i_end, pc, kc, a_panel);
           for (int64_t j = jc; j < jc + nc; j += NR) {
             const int cols = static_cast<int>(std::min<int64_t>(NR, jc + nc - j));
-            micro_kernel(kc, a_panel, b_block + (j - jc) * kc, g_.c + i0 * g_.ldc + j, rows, cols,
+            micro_kernel(kc, a_panel, b_block + (j - jc) * kc, i0, j, rows, cols,
                          pc == 0 ? g_.beta : 1.0f, pc == 0 && g_.bias != nullptr ? g_.bias + j : nullptr);
           }
         }
@@ -158,10 +158,10 @@ class gemm_tiled {
     }
   }
 
-  // C[0 .. rows, 0 .. cols) = alpha · Ap·Bp + beta · C (beta 0: C is not read), + bias[0 .. cols)
-  // when given (the first block of the inner dimension only).
-  void micro_kernel(int64_t kc, const float* ap, const float* bp, float* c, int rows, int cols,
-                    float beta, const float* bias) const {
+  // C[i0 .. i0+rows, j0 .. j0+cols) = alpha · Ap·Bp + beta · C (beta 0: C is not read),
+  // + bias[0 .. cols) when given (the first block of the inner dimension only).
+  void micro_kernel(int64_t kc, const float* ap, const float* bp, int64_t i0, int64_t j0, int rows,
+                    int cols, float beta, const float* bias) const {
     using vec = typename V::vec;
     vec lo[MR], hi[MR];
 #pragma GCC unroll 16
@@ -184,7 +184,7 @@ class gemm_tiled {
       bias1 = cols == NR ? V::load(bias + W) : V::load_first(bias + W, n1);
     }
     for (int r = 0; r < rows; ++r) {
-      float* row = c + r * g_.ldc;
+      float* row = g_.c_at(i0 + r, j0);
       vec y0 = V::mul(lo[r], alpha), y1 = V::mul(hi[r], alpha);
       if (cols == NR) {
         if (beta != 0.0f) {

@@ -221,9 +221,19 @@ tensor multihead_attention::forward(const tensor& query, const tensor& key, cons
     return y;
   };
   tensor q, k, v;
-  if (!p.in.empty() && same_view(query, key) && same_view(key, value)) {
-    // Self-attention: one product x·[Wq; Wk; Wv]ᵀ → [B, L, 3E], each row Q | K | V, of which the
-    // heads are strided views (no copies).
+  const bool self_attention = !p.in.empty() && same_view(query, key) && same_view(key, value);
+  if (self_attention && hd % 32 == 0) {
+    // One product x·[Wq; Wk; Wv]ᵀ written straight as heads [B, 3H, L, hd]: sdpa reads each
+    // head's rows dense (on 1,2048,8,64 it ran 12% faster so than on rows 3E apart).
+    const tensor x = query.contiguous();
+    float* const qkv = nn::mha_scratch(nn::mha_scratch_slot::qkv, static_cast<size_t>(B * L * 3 * E));
+    p.in.apply_as_heads(x.data(), B, L, qkv, hd);
+    const tensor heads3 = tensor::view(qkv, {B, 3 * H, L, hd});
+    q = heads3.slice(1, 0, H);
+    k = heads3.slice(1, H, 2 * H);
+    v = heads3.slice(1, 2 * H, 3 * H);
+  } else if (self_attention) {
+    // The same product as [B, L, 3E], each row Q | K | V, of which the heads are strided views.
     const tensor x = query.contiguous();
     float* const qkv = nn::mha_scratch(nn::mha_scratch_slot::qkv, static_cast<size_t>(B * L * 3 * E));
     p.in.apply(x.data(), B * L, qkv);

@@ -31,4 +31,16 @@ void packed_linear::apply(const float* x, int64_t rows, float* y, int64_t ldy, i
   kernels::gemm(g, packed_, first);
 }
 
+void packed_linear::apply_as_heads(const float* x, int64_t B, int64_t L, float* y,
+                                   int64_t head_size) const {
+  kernels::gemm_args g = xwt(weight_);
+  g.m = B * L;
+  g.a = x, g.lda = in();
+  g.c = y, g.ldc = head_size;
+  g.c_rows = L, g.c_row_group_stride = L * out();          // one batch: every head
+  g.c_cols = head_size, g.c_col_group_stride = L * head_size;  // one head: [L, head_size]
+  g.bias = bias_.empty() ? nullptr : bias_.data();
+  kernels::gemm(g, packed_);
+}
+
 }  // namespace attn::nn

@@ -24,6 +24,10 @@ class packed_linear {
   void apply(const float* x, int64_t rows, float* y, int64_t ldy, int64_t first, int64_t count) const;
   void apply(const float* x, int64_t rows, float* y) const { apply(x, rows, y, out(), 0, out()); }
 
+  // The same for x [B·L, in] with the outputs as heads: y [B, out / head_size, L, head_size],
+  // each head's [L, head_size] dense. head_size: a multiple of 32 (see kernels::gemm_args).
+  void apply_as_heads(const float* x, int64_t B, int64_t L, float* y, int64_t head_size) const;
+
  private:
   tensor weight_, bias_;  // dense
   kernels::packed_b packed_;

@@ -298,3 +298,50 @@ TEST(gemm, packed_b_through_the_dispatcher_and_its_fallbacks) {
   attn::kernels::gemm(g, packed, 0);
   EXPECT_EQ(got, want);
 }
+
+TEST(gemm, c_in_row_and_column_groups_gets_the_bits_of_plain_c) {
+  // A projection's [B·L, G·hd] product written as heads [B, G, L, hd]: every element lands where
+  // c_at says, with the bits of the plain product, whichever kernel, packing and thread count.
+  std::mt19937 rng(18);
+  const auto check_groups = [&](const char* name, auto&& run) {
+    for (int64_t B : {1, 3})
+      for (int64_t L : {1, 7, 13, 65})
+        for (int64_t hd : {32, 64})
+          for (int64_t G : {1, 3})
+            for (int64_t k : {7, 513}) {
+              const int64_t m = B * L, n = G * hd;
+              const auto a = normal_values(static_cast<size_t>(m * k), rng);
+              const auto w = normal_values(static_cast<size_t>(n * k), rng);
+              const auto bias = normal_values(static_cast<size_t>(n), rng);
+              gemm_args g;
+              g.trans_b = true, g.m = m, g.n = n, g.k = k, g.a = a.data(), g.lda = k;
+              g.b = w.data(), g.ldb = k, g.bias = bias.data();
+              std::vector<float> plain(static_cast<size_t>(m * n));
+              g.c = plain.data(), g.ldc = n;
+              run(g, 1);
+              std::vector<float> heads(plain.size(), std::numeric_limits<float>::quiet_NaN());
+              g.c = heads.data(), g.ldc = hd;
+              g.c_rows = L, g.c_row_group_stride = G * L * hd, g.c_cols = hd, g.c_col_group_stride = L * hd;
+              for (int threads : {1, 2}) {
+                run(g, threads);
+                for (int64_t i = 0; i < m; ++i)
+                  for (int64_t j = 0; j < n; ++j) {
+                    const int64_t b = i / L, l = i % L, h = j / hd, d = j % hd;
+                    ASSERT_EQ(heads[static_cast<size_t>(((b * G + h) * L + l) * hd + d)],
+                              plain[static_cast<size_t>(i * n + j)])
+                        << name << " B=" << B << " L=" << L << " hd=" << hd << " G=" << G
+                        << " k=" << k << " threads=" << threads << " at " << i << "," << j;
+                  }
+              }
+            }
+  };
+  for (const packing_kernel& kernel : packing_kernels_here()) {
+    check_groups(kernel.name, [&](const gemm_args& g, int threads) { kernel.run(g, threads, {}); });
+    check_groups(kernel.name, [&](const gemm_args& g, int threads) {
+      std::vector<float> panels(static_cast<size_t>(g.k * kernel.width(g.n)));
+      kernel.pack(g, panels.data());
+      kernel.run(g, threads, {panels.data(), kernel.width(g.n), 0});
+    });
+  }
+  check_groups("reference", [](const gemm_args& g, int) { attn::kernels::ref::gemm(g); });
+}

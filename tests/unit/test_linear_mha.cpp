@@ -188,7 +188,8 @@ TEST(multihead_attention, packed_and_fused_projections_give_the_bits_of_linear_a
   std::mt19937 rng(21);
   const int threads = omp_get_max_threads();
   for (int64_t L : {1, 7, 63, 65, 129})
-    for (auto [E, H] : std::vector<std::pair<int64_t, int64_t>>{{7, 1}, {64, 4}, {96, 3}})
+    // Head sizes 7 and 16: Q|K|V as rows; 32 and 64: written straight as heads.
+    for (auto [E, H] : std::vector<std::pair<int64_t, int64_t>>{{7, 1}, {64, 4}, {96, 3}, {128, 2}})
       for (bool causal : {false, true}) {
         const int64_t B = L > 64 ? 1 : 2;
         const auto s = random_state(E, rng);
