@@ -27,7 +27,7 @@ class gemm_tiled {
   // The inner dimension goes in equal blocks of at most KC (k = 768: two of 384, k = 512: one):
   // every block beyond the first reloads and stores C, so fewer, longer blocks measured faster
   // (x·Wᵀ with k = 512 on 2 threads: 165–200 GFLOP/s in blocks of 256, 205–215 in one), as long
-  // as MR×kc of A (24 KiB at most) stays in L1. A function of k alone: the bits do not depend on
+  // as MR×kc of A (16 KiB at most for 8 rows) stays in L1. A function of k alone: the bits do not depend on
   // the threads, and B packed once is blocked as the products read it.
   static constexpr int64_t KC = 512;
   static int64_t block_k(int64_t k) {
