@@ -143,6 +143,17 @@ class gemm_tiled {
   // op(A)[i0 .. i0+MR, pc .. pc+kc) → dst[kk·MR + r], zeros from row i_end on.
   void pack_a(int64_t i0, int64_t i_end, int64_t pc, int64_t kc, float* dst) const {
     const int rows = static_cast<int>(std::min<int64_t>(MR, i_end - i0));
+    if constexpr (MR == 8) {
+      if (!g_.trans_a && rows == MR) {  // whole panels of 8 rows: 8 × 8 tiles transposed
+        const float* src[8];
+        for (int r = 0; r < 8; ++r) src[r] = g_.a + (i0 + r) * g_.lda + pc;
+        int64_t kk = 0;
+        for (; kk + 8 <= kc; kk += 8) transpose_8x8(src, kk, dst + kk * 8);
+        for (; kk < kc; ++kk)
+          for (int r = 0; r < 8; ++r) dst[kk * 8 + r] = src[r][kk];
+        return;
+      }
+    }
     if (!g_.trans_a) {  // A [m, k]
       for (int r = 0; r < MR; ++r) {
         const float* src = g_.a + (i0 + r) * g_.lda + pc;
@@ -155,6 +166,28 @@ class gemm_tiled {
         for (int r = 0; r < rows; ++r) d[r] = src[r];
         for (int r = rows; r < MR; ++r) d[r] = 0.0f;
       }
+    }
+  }
+
+  // dst[c·8 + r] = src[r][at + c] for r, c < 8: the packing of A's 8-row panels, about three
+  // times fewer instructions than element by element (the scalar loop showed as 5% of the
+  // layer's samples on 8,256,12,64).
+  static void transpose_8x8(const float* const src[8], int64_t at, float* dst) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {  // rows i, i+1 interleaved: [a0 b0 a1 b1 | a4 b4 a5 b5], ...
+      const __m256 a = _mm256_loadu_ps(src[i] + at), b = _mm256_loadu_ps(src[i + 1] + at);
+      t[i] = _mm256_unpacklo_ps(a, b);
+      t[i + 1] = _mm256_unpackhi_ps(a, b);
+    }
+    for (int i = 0; i < 8; i += 4) {  // four rows per column, in each 128-bit half
+      u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+      u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+      u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; ++c) {  // rows 0–3 and 4–7 joined: columns c and c + 4
+      _mm256_storeu_ps(dst + c * 8, _mm256_permute2f128_ps(u[c], u[c + 4], 0x20));
+      _mm256_storeu_ps(dst + (c + 4) * 8, _mm256_permute2f128_ps(u[c], u[c + 4], 0x31));
     }
   }
 
