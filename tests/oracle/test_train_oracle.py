@@ -6,9 +6,13 @@ so within 6e-5 including float32 rounding)."""
 import json
 import os
 import struct
+import subprocess
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
+
+from conftest import ATTN
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -54,15 +58,22 @@ def torch_probabilities(t, config, ids, causal, return_weights=False):
     return F.linear(hidden, t["head.2.weight"], t["head.2.bias"]).softmax(-1)
 
 
-def test_next_word_model_file_means_what_pytorch_means(attn, tmp_path):
-    model = tmp_path / "m.safetensors"
-    r = attn("train", "--task", "next-word", "--data", TOY, "--learn-embeddings", "12", "--heads",
-             "3", "--dim", "9", "--hidden", "7", "--positions", "--epochs", "30", "-o", model)
-    assert r.code == 0, r.err
+@pytest.fixture(scope="module")
+def next_word_model(tmp_path_factory):
+    """A small next-word model (3 heads, learned embeddings and positions) and its file read back:
+    (path, tensors, config, input words, outputs)."""
+    model = tmp_path_factory.mktemp("oracle") / "m.safetensors"
+    r = subprocess.run([ATTN, "train", "--task", "next-word", "--data", TOY, "--learn-embeddings",
+                        "12", "--heads", "3", "--dim", "9", "--hidden", "7", "--positions",
+                        "--epochs", "30", "-o", str(model)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
     t, meta = read_safetensors(model)
-    config = json.loads(meta["config"])
-    words = json.loads(meta["input_words"])
-    outputs = json.loads(meta["outputs"])
+    return (model, t, json.loads(meta["config"]), json.loads(meta["input_words"]),
+            json.loads(meta["outputs"]))
+
+
+def test_next_word_model_file_means_what_pytorch_means(attn, next_word_model):
+    model, t, config, words, outputs = next_word_model
     for text in ["not like", "do hate", "not"]:
         want = torch_probabilities(t, config, [words.index(w) for w in text.split()], causal=True)
         r = attn("predict", "--model", model, "--top", str(len(outputs)), text)
@@ -72,17 +83,10 @@ def test_next_word_model_file_means_what_pytorch_means(attn, tmp_path):
             assert abs(got[word] - want[i].item()) < 6e-5, (text, word, got, want)
 
 
-def test_heatmap_of_a_model_shows_the_attention_pytorch_computes(attn, tmp_path):
+def test_heatmap_of_a_model_shows_the_attention_pytorch_computes(attn, next_word_model, tmp_path):
     # Every cell's <title> holds attn's float32 weight; PyTorch recomputes each head's softmax
     # from the model file in float64. An unknown word is left out of the tokens.
-    import xml.etree.ElementTree as ET
-    model = tmp_path / "m.safetensors"
-    r = attn("train", "--task", "next-word", "--data", TOY, "--learn-embeddings", "12", "--heads",
-             "3", "--dim", "9", "--hidden", "7", "--positions", "--epochs", "30", "-o", model)
-    assert r.code == 0, r.err
-    t, meta = read_safetensors(model)
-    config = json.loads(meta["config"])
-    words = json.loads(meta["input_words"])
+    model, t, config, words, _ = next_word_model
     out = tmp_path / "m.svg"
     r = attn("heatmap", "--model", model, "not zzqxv like hate", "-o", out)
     assert r.code == 0, r.err
