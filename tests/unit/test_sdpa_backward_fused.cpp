@@ -19,22 +19,16 @@
 #include "attn/mask.hpp"
 #include "attn/sdpa_backward.hpp"
 #include "kernels/flash_backward_problem.hpp"
+#include "sdpa_test_support.hpp"
 
 namespace {
+
+using namespace sdpa_test;  // NOLINT: the shared test helpers
 
 using attn::shape_t;
 using attn::tensor;
 using attn::kernels::flash_backward_problem;
 using attn::kernels::flash_problem;
-
-constexpr float inf = std::numeric_limits<float>::infinity();
-
-tensor random_tensor(const shape_t& shape, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  tensor t(shape);
-  for (float& x : t.values()) x = dist(rng);
-  return t;
-}
 
 struct isa {
   std::string name;
@@ -51,28 +45,6 @@ std::vector<isa> available_isas() {
     out.push_back({"avx512", attn::kernels::flash_forward_avx512, attn::kernels::flash_backward_avx512});
   return out;
 }
-
-// Output buffers with guard zones on both sides, filled with a pattern the kernel never writes.
-struct guarded {
-  static constexpr size_t guard = 67;
-  static constexpr uint32_t pattern = 0x7fc0dead;  // a quiet NaN with a payload
-  std::vector<float> buf;
-  size_t n;
-  explicit guarded(size_t count) : buf(count + 2 * guard), n(count) {
-    for (float& x : buf) std::memcpy(&x, &pattern, sizeof x);
-  }
-  float* data() { return buf.data() + guard; }
-  std::vector<float> values() const { return {buf.begin() + guard, buf.begin() + guard + n}; }
-  bool guards_intact() const {
-    for (size_t i = 0; i < buf.size(); ++i) {
-      if (i >= guard && i < guard + n) continue;
-      uint32_t u = 0;
-      std::memcpy(&u, &buf[i], sizeof u);
-      if (u != pattern) return false;
-    }
-    return true;
-  }
-};
 
 struct call {
   tensor q, k, v, g;  // g: the gradient of the loss with respect to the output
@@ -180,64 +152,6 @@ grads naive_float(const call& c) {
         }
       }
   return r;
-}
-
-double max_abs_error(const std::vector<float>& got, const tensor& want) {
-  double err = 0.0;
-  const auto w = want.values();
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double e = std::fabs(static_cast<double>(got[i]) - static_cast<double>(w[i]));
-    if (std::isnan(e)) return inf;
-    err = std::max(err, e);
-  }
-  return err;
-}
-
-double max_abs(const tensor& t) {
-  double m = 0.0;
-  for (float x : t.values()) m = std::max(m, static_cast<double>(std::fabs(x)));
-  return m;
-}
-
-enum class mask_kind { none, additive_ls, bool_per_key, additive_full };
-
-struct sweep_case {
-  int64_t B, H, Hkv, L, S, D, Dv;
-  bool causal;
-  mask_kind mask;
-};
-
-std::string describe(const sweep_case& c) {
-  const char* masks[] = {"none", "additive [L,S]", "bool [B,1,1,S]", "additive [B,H,L,S]"};
-  return "B " + std::to_string(c.B) + " H " + std::to_string(c.H) + " Hkv " + std::to_string(c.Hkv) +
-         " L " + std::to_string(c.L) + " S " + std::to_string(c.S) + " D " + std::to_string(c.D) +
-         " Dv " + std::to_string(c.Dv) + (c.causal ? " causal" : "") + " mask " +
-         masks[static_cast<int>(c.mask)];
-}
-
-tensor make_mask(mask_kind kind, const sweep_case& sc, std::mt19937& rng) {
-  std::bernoulli_distribution hide(0.3);
-  tensor mask;
-  switch (kind) {
-    case mask_kind::none: break;
-    case mask_kind::additive_ls:
-      mask = random_tensor({sc.L, sc.S}, rng, -2.0f, 2.0f);
-      for (float& x : mask.values())
-        if (hide(rng)) x = -inf;
-      break;
-    case mask_kind::bool_per_key: {
-      tensor keep({sc.B, 1, 1, sc.S});
-      for (float& x : keep.values()) x = hide(rng) ? 0.0f : 1.0f;
-      mask = attn::additive_mask_from_bool(keep, /*keep_when=*/true);
-      break;
-    }
-    case mask_kind::additive_full:
-      mask = random_tensor({sc.B, sc.H, sc.L, sc.S}, rng, -1.0f, 1.0f);
-      for (float& x : mask.values())
-        if (hide(rng)) x = -inf;
-      break;
-  }
-  return mask;
 }
 
 void check_case(const sweep_case& sc, std::mt19937& rng, const std::vector<isa>& isas) {

@@ -18,20 +18,14 @@
 #include "attn/error.hpp"
 #include "attn/mask.hpp"
 #include "attn/sdpa_backward.hpp"
+#include "sdpa_test_support.hpp"
 
 namespace {
 
+using namespace sdpa_test;  // NOLINT: the shared test helpers
+
 using attn::shape_t;
 using attn::tensor;
-
-constexpr float inf = std::numeric_limits<float>::infinity();
-
-tensor random_tensor(const shape_t& shape, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  tensor t(shape);
-  for (float& x : t.values()) x = dist(rng);
-  return t;
-}
 
 struct problem {
   int64_t B, H, Hkv, L, S, D, Dv;
