@@ -18,7 +18,11 @@ namespace {
 
 struct train_args {
   std::string task, data, valid, vectors, output;
-  int64_t learn_embeddings = 0, heads = 4, dim = 0, hidden = 0, epochs = 20, batch = 32;
+  int64_t learn_embeddings = 0, heads = 4, dim = 0, hidden = 0, epochs = 0, batch = 32;
+  int64_t min_count = train_options{}.min_count, layers = train_options{}.layers, feedforward = 0;
+  int64_t patience = train_options{}.patience;
+  std::string pool = pooling_name(train_options{}.pool);
+  double dropout = train_options{}.dropout;
   double lr = 3e-3, weight_decay = 0.01, clip = 1.0, warmup = 0.05;
   uint64_t seed = 0;
   bool finetune = false, positions = false;
@@ -33,13 +37,15 @@ extern "C" void on_interrupt(int) {
   std::signal(SIGINT, SIG_DFL);
 }
 
-void report_data(const char* what, const std::string& path, const data_summary& s) {
-  fmt::print(stderr, "{} {}: {} lines, {} tokens\n", what, path, s.lines, s.tokens);
+void report_data(const char* what, const data_summary& s) {
+  fmt::print(stderr, "{} {}: {} lines, {} tokens\n", what, s.source, s.lines, s.tokens);
+  if (s.new_words > 0)
+    fmt::print(stderr, "  {} words without a pre-trained vector got learned rows\n", s.new_words);
   if (s.unknown_words > 0)
-    warn(fmt::format("{}: {} words without an embedding skipped (e.g. {})", path,
+    warn(fmt::format("{}: {} tokens without an embedding skipped (e.g. {})", s.source,
                      s.unknown_words, fmt::join(s.unknown_examples, ", ")));
   if (s.skipped_lines > 0)
-    warn(fmt::format("{}: {} lines left nothing to learn from, skipped", path, s.skipped_lines));
+    warn(fmt::format("{}: {} lines left nothing to learn from, skipped", s.source, s.skipped_lines));
 }
 
 void run(const train_args& args) {
@@ -62,6 +68,14 @@ void run(const train_args& args) {
   o.heads = args.heads;
   o.dim = args.dim;
   o.hidden = args.hidden;
+  o.min_count = args.min_count;
+  o.layers = args.layers;
+  o.feedforward = args.feedforward;
+  if (args.pool != "mean" && args.pool != "max" && args.pool != "mean+max")
+    throw_usage(fmt::format("--pool '{}': expected mean, max or mean+max", args.pool));
+  o.pool = args.pool == "mean" ? pooling::mean : args.pool == "max" ? pooling::max : pooling::mean_max;
+  o.dropout = args.dropout;
+  o.patience = args.patience;
   o.epochs = args.epochs;
   o.lr = args.lr;
   o.batch = args.batch;
@@ -84,19 +98,35 @@ void run(const train_args& args) {
     fmt::print(stderr, "interrupted: stopped before the end, {} not written\n", args.output);
     std::exit(130);
   }
-  report_data("trained on", args.data, result.train);
-  if (!args.valid.empty()) report_data("validated on", args.valid, result.valid);
+  report_data("trained on", result.train);
+  if (!result.valid.source.empty()) report_data("validated on", result.valid);
+  else
+    fmt::print(stderr, "no validation: {} lines are too few to hold some out (the last epoch is "
+                       "kept)\n", result.train.lines);
+  const auto& epochs = result.epochs;
+  if (!result.valid.source.empty() && !epochs.empty()) {
+    const train_epoch_report& best = epochs[static_cast<size_t>(result.best_epoch - 1)];
+    fmt::print(stderr, "kept epoch {} of {} (valid accuracy {:.4f}){}\n", result.best_epoch,
+               epochs.size(), best.accuracy,
+               result.stopped_early ? fmt::format(": stopped early, no better score in the last "
+                                                  "{} epochs", epochs.size() - static_cast<size_t>(result.best_epoch))
+                                    : "");
+  }
   const text_model_config& c = result.model.config();
   write_output(args.output, result.model.encode());
-  fmt::print(stderr, "saved {}: {} {}, {} embeddings ({} words, {} dims{}), {} heads, dim {}, "
-                     "hidden {}{}\n",
+  fmt::print(stderr, "saved {}: {} {}, {} embeddings ({} words, {} dims{}), {}, {} heads, dim {}, "
+                     "{} pooling, hidden {}{}\n",
              args.output, result.model.outputs().size(),
              c.task == text_task::classify ? "labels" : "output words",
              c.embeddings == embedding_source::default_vectors ? "default GloVe" :
              c.embeddings_trained ? "trained" : "stored",
              result.model.input_vocabulary(), c.embed_dim,
-             c.embeddings_trained || c.embeddings == embedding_source::stored ? "" : ", frozen",
-             c.heads, c.dim, c.hidden,
+             c.embeddings_trained || c.embeddings == embedding_source::stored ? "" :
+             c.new_words > 0 ? fmt::format(", frozen, {} new words learned", c.new_words) : ", frozen",
+             c.layers == 0 ? std::string("the seeds' attention layer")
+                           : fmt::format("{} encoder layer{} (feed-forward {})", c.layers,
+                                         c.layers == 1 ? "" : "s", c.feedforward),
+             c.heads, c.dim, pooling_name(c.pool), c.hidden,
              c.max_positions > 0 ? fmt::format(", {} positions", c.max_positions) : "");
 }
 
@@ -110,7 +140,9 @@ void add_train_command(CLI::App& app) {
                                         "classify (lines 'label<TAB>text')")
       ->required();
   sub->add_option("--data", args->data, "Training file")->required();
-  sub->add_option("--valid", args->valid, "Validation file (same format), scored every epoch");
+  sub->add_option("--valid", args->valid,
+                  "Validation file (same format), scored every epoch; default: 10% of the "
+                  "training lines (at most 5000) held out when there are at least 200");
   sub->add_option("--vectors", args->vectors,
                   "Pre-trained word vectors (default: the embedded GloVe 6B 100d), frozen");
   sub->add_option("--learn-embeddings", args->learn_embeddings,
@@ -124,8 +156,27 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--hidden", args->hidden, "MLP hidden width (default: the attention width)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--epochs", args->epochs, "Passes over the data (default 20)")
+  sub->add_option("--epochs", args->epochs,
+                  "Most passes over the data (default: enough for 400 optimiser steps, at least "
+                  "6, at most 400; early stopping may end sooner)")
       ->check(CLI::PositiveNumber);
+  sub->add_option("--patience", args->patience,
+                  "Stop after this many epochs without a better validation score (default 3)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--min-count", args->min_count,
+                  "Training words without a pre-trained vector that occur at least N times get "
+                  "a learned row (default 1; 0: skip them)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--layers", args->layers,
+                  "0: the seeds' attention layer; N: N Transformer encoder layers (residuals, "
+                  "layer norm, feed-forward)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--feedforward", args->feedforward,
+                  "Encoder layers' feed-forward width (default: twice --dim)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--pool", args->pool, "How token vectors become one: mean, max or mean+max");
+  sub->add_option("--dropout", args->dropout, "Dropout on the embeddings and the pooled vector")
+      ->check(CLI::Range(0.0, 0.95));
   sub->add_option("--lr", args->lr, "Peak learning rate (default 0.003)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--batch", args->batch, "Lines per step (default 32)")

@@ -1,6 +1,7 @@
 // A trained text model (seed 003's simple language model, generalised): tokens → word
-// embeddings (+ learned positions) → multi-head self-attention → mean of the contextual
-// embeddings → MLP (linear → ReLU → linear) → logits over the next words or the labels.
+// embeddings (+ learned positions) → multi-head self-attention (the seeds' layer, or stacked
+// Transformer encoder layers) → the contextual embeddings pooled (mean, max, or both) → MLP
+// (linear → ReLU → linear) → logits over the next words or the labels.
 // Trained by attn::train_text_model (attn/train.hpp); saved as safetensors with the weights
 // and, in "__metadata__", the configuration and the vocabulary/labels, so a model file is all
 // predict and evaluate need.
@@ -31,15 +32,28 @@ enum class embedding_source {
   stored,           // a table in the model file (pre-trained, fine-tuned or learned)
 };
 
+// How the contextual embeddings of a text become one vector.
+enum class pooling {
+  mean,      // the seeds' choice: every token counts the same
+  max,       // feature by feature, the largest value over the tokens
+  mean_max,  // both, side by side (twice the width)
+};
+std::string pooling_name(pooling p);  // "mean", "max", "mean+max"
+
 struct text_model_config {
   text_task task = text_task::next_word;
   embedding_source embeddings = embedding_source::default_vectors;
   bool embeddings_trained = false;  // fine-tuned or learned from scratch
   int64_t embed_dim = 0;            // the word vectors' width
+  int64_t new_words = 0;            // rows learned for training words the vectors lack
   int64_t dim = 0;                  // the attention's width E
   int64_t heads = 1;
+  int64_t layers = 0;               // 0: the seeds' attention layer; N: N encoder layers
+  int64_t feedforward = 0;          // the encoder layers' feed-forward width
+  pooling pool = pooling::mean;
   int64_t hidden = 0;               // the MLP's hidden width
   int64_t max_positions = 0;        // learned positional embeddings (0: none)
+  double dropout = 0;               // used while training only
 };
 
 struct scored_label {
@@ -84,7 +98,7 @@ class text_model {
 
   const text_model_config& config() const;
   const std::vector<std::string>& outputs() const;  // the output words, or the labels
-  int64_t input_vocabulary() const;                 // words with an embedding
+  int64_t input_vocabulary() const;                 // words with an embedding (new words too)
 
   // The k most likely next words (or labels) for the text. A text with no known word is a
   // usage error.

@@ -1,6 +1,8 @@
 // Training the text model of attn/text_model.hpp: AdamW with weight decay, gradient clipping,
-// a linear warm-up then a cosine learning rate, and attn's own seeded random numbers, so a run
-// with the same seed and thread count repeats bit for bit.
+// a linear warm-up then a cosine learning rate, dropout, a validation split held out from the
+// training data when none is given, early stopping that keeps the best epoch's weights, and
+// attn's own seeded random numbers, so a run with the same seed and thread count repeats bit
+// for bit.
 #pragma once
 
 #include <atomic>
@@ -17,17 +19,29 @@ namespace attn {
 struct train_options {
   text_task task = text_task::next_word;
   std::string data;   // training file: lines (next-word) or label<TAB>text (classify)
-  std::string valid;  // optional validation file, same format
+  std::string valid;  // optional validation file, same format; without one, valid_share of the
+                      // training lines is held out (when there are at least valid_min_lines)
   // Pre-trained word vectors (frozen unless finetune_embeddings); null with learn_embeddings.
   // The embedded default (source "<default>") is referenced by the model file, not copied.
   const vectors* word_vectors = nullptr;
   int64_t learn_embeddings = 0;  // > 0: learn embeddings of this width from scratch
   bool finetune_embeddings = false;
+  // Training words without a pre-trained vector that occur at least this often get a learned
+  // row (0: none do, the seeds' behaviour: such words are skipped).
+  int64_t min_count = 1;
   bool positions = false;  // learned positional embeddings
   int64_t heads = 4;
   int64_t dim = 0;     // attention width; 0: the embedding width
+  int64_t layers = 0;  // 0: the seeds' attention layer; N: N Transformer encoder layers
+  int64_t feedforward = 0;  // encoder layers' feed-forward width; 0: twice the attention width
+  pooling pool = pooling::mean;
   int64_t hidden = 0;  // MLP hidden width; 0: the attention width
-  int64_t epochs = 20;
+  double dropout = 0;  // on the embeddings and the pooled vector
+  int64_t epochs = 0;  // an upper bound; 0: enough epochs for min_steps optimiser steps
+  int64_t min_steps = 0;     // the automatic budget (see trainer.cpp for its default)
+  int64_t patience = 3;      // stop after this many epochs without a better validation score
+  double valid_share = 0.1;  // held out when there is no validation file
+  int64_t valid_min_lines = 200;
   double lr = 3e-3;
   int64_t batch = 32;
   uint64_t seed = 0;
@@ -37,7 +51,9 @@ struct train_options {
 };
 
 struct data_summary {
+  std::string source;          // the file, or how the lines were taken from it
   int64_t lines = 0, tokens = 0;
+  int64_t new_words = 0;       // training words without a pre-trained vector given a row
   int64_t unknown_words = 0;   // skipped: no embedding
   int64_t skipped_lines = 0;   // nothing left to learn from
   std::vector<std::string> unknown_examples;  // the first few unknown words
@@ -59,6 +75,7 @@ struct train_epoch_report {
   double eval_loss = 0;
   int64_t n = 0;                  // predictions the accuracy counts
   bool on_validation = false;
+  bool best = false;              // the best score so far: these weights are kept
   double seconds = 0, tokens_per_second = 0;
 };
 
@@ -72,6 +89,9 @@ struct train_result {
   text_model model;
   data_summary train, valid;
   std::vector<train_epoch_report> epochs;
+  int64_t planned_epochs = 0;  // the budget (options.epochs, or the automatic one)
+  int64_t best_epoch = 0;      // the epoch whose weights the model holds
+  bool stopped_early = false;  // no better validation score for `patience` epochs
   bool stopped = false;  // stop was set before the last epoch ended
 };
 

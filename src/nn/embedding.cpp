@@ -6,19 +6,27 @@
 namespace attn::nn {
 
 template <class T>
-void embedding_forward(const int64_t* ids, const T* table, T* x, int64_t n, int64_t e) {
+void embedding_forward(const int64_t* ids, const T* table, int64_t split, const T* extra, T* x,
+                       int64_t n, int64_t e) {
   for (int64_t i = 0; i < n; ++i) {
     T* row = x + i * e;
-    if (ids[i] < 0) std::fill(row, row + e, T(0));
-    else std::copy(table + ids[i] * e, table + (ids[i] + 1) * e, row);  // x[i] = table[ids[i]]
+    const int64_t id = ids[i];
+    if (id < 0) std::fill(row, row + e, T(0));
+    else if (id < split) std::copy(table + id * e, table + (id + 1) * e, row);  // x[i] = table[id]
+    else std::copy(extra + (id - split) * e, extra + (id - split + 1) * e, row);
   }
 }
 
 template <class T>
-void embedding_backward(const int64_t* ids, const T* dx, T* dtable, int64_t n, int64_t e) {
+void embedding_backward(const int64_t* ids, const T* dx, T* dtable, int64_t split, T* dextra,
+                        int64_t n, int64_t e) {
   for (int64_t i = 0; i < n; ++i) {
-    if (ids[i] < 0) continue;
-    T* row = dtable + ids[i] * e;  // x[i] = table[ids[i]] → dtable[ids[i]] += dx[i]
+    const int64_t id = ids[i];
+    if (id < 0) continue;
+    // x[i] = table[id] → dtable[id] += dx[i] (or the extra rows' gradient)
+    T* row = id < split ? (dtable != nullptr ? dtable + id * e : nullptr)
+                        : (dextra != nullptr ? dextra + (id - split) * e : nullptr);
+    if (row == nullptr) continue;
     for (int64_t j = 0; j < e; ++j) row[j] += dx[i * e + j];
   }
 }
@@ -38,8 +46,10 @@ void positional_backward(const T* dx, T* dpositions, int64_t b, int64_t l, int64
 }
 
 #define ATTN_INSTANTIATE(T)                                                               \
-  template void embedding_forward<T>(const int64_t*, const T*, T*, int64_t, int64_t);    \
-  template void embedding_backward<T>(const int64_t*, const T*, T*, int64_t, int64_t);   \
+  template void embedding_forward<T>(const int64_t*, const T*, int64_t, const T*, T*,     \
+                                     int64_t, int64_t);                                   \
+  template void embedding_backward<T>(const int64_t*, const T*, T*, int64_t, T*, int64_t, \
+                                      int64_t);                                           \
   template void positional_forward<T>(const T*, T*, int64_t, int64_t, int64_t);          \
   template void positional_backward<T>(const T*, T*, int64_t, int64_t, int64_t);
 ATTN_INSTANTIATE(float)

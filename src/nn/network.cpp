@@ -4,8 +4,10 @@
 #include <algorithm>
 
 #include "nn/cross_entropy.hpp"
+#include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
 #include "nn/linear_layer.hpp"
+#include "nn/max_pool.hpp"
 
 namespace attn::nn {
 
@@ -28,7 +30,55 @@ parameter<T> make(std::string name, shape_t shape, bool decay) {
   return p;
 }
 
+// nn.MultiheadAttention's names, under a prefix: "attention." for the seeds' layer,
+// "layers.N.attention." in an encoder layer.
+template <class T>
+attention_parameters<T> make_attention(const std::string& prefix, int64_t e, int64_t in) {
+  attention_parameters<T> a;
+  a.wq = make<T>(prefix + "q_proj_weight", {e, in}, true);
+  a.wk = make<T>(prefix + "k_proj_weight", {e, in}, true);
+  a.wv = make<T>(prefix + "v_proj_weight", {e, in}, true);
+  a.bq = make<T>(prefix + "q_proj_bias", {e}, false);
+  a.bk = make<T>(prefix + "k_proj_bias", {e}, false);
+  a.bv = make<T>(prefix + "v_proj_bias", {e}, false);
+  a.wo = make<T>(prefix + "out_proj.weight", {e, e}, true);
+  a.bo = make<T>(prefix + "out_proj.bias", {e}, false);
+  return a;
+}
+
+template <class T>
+void add_attention(std::vector<parameter<T>*>& all, attention_parameters<T>& a) {
+  for (parameter<T>* p : {&a.wq, &a.bq, &a.wk, &a.bk, &a.wv, &a.bv, &a.wo, &a.bo})
+    all.push_back(p);
+}
+
 }  // namespace
+
+template <class T>
+self_attention_weights<T> attention_parameters<T>::weights() const {
+  return {wq.value.data(), bq.value.data(), wk.value.data(), bk.value.data(),
+          wv.value.data(), bv.value.data(), wo.value.data(), bo.value.data()};
+}
+
+template <class T>
+self_attention_grads<T> attention_parameters<T>::grads() {
+  return {wq.grad.data(), bq.grad.data(), wk.grad.data(), bk.grad.data(),
+          wv.grad.data(), bv.grad.data(), wo.grad.data(), bo.grad.data()};
+}
+
+template <class T>
+encoder_block_weights<T> encoder_parameters<T>::weights() const {
+  return {attention.weights(),        norm1_weight.value.data(),   norm1_bias.value.data(),
+          linear1_weight.value.data(), linear1_bias.value.data(), linear2_weight.value.data(),
+          linear2_bias.value.data(),  norm2_weight.value.data(),   norm2_bias.value.data()};
+}
+
+template <class T>
+encoder_block_grads<T> encoder_parameters<T>::grads() {
+  return {attention.grads(),         norm1_weight.grad.data(),   norm1_bias.grad.data(),
+          linear1_weight.grad.data(), linear1_bias.grad.data(), linear2_weight.grad.data(),
+          linear2_bias.grad.data(),  norm2_weight.grad.data(),   norm2_bias.grad.data()};
+}
 
 template <class T>
 network<T>::network(const network_shape& s) : shape_(s) {
@@ -36,16 +86,24 @@ network<T>::network(const network_shape& s) : shape_(s) {
   embedding = make<T>("embedding.weight", {s.vocabulary, in}, false);
   embedding.trainable = s.train_embeddings;
   if (!embedding.trainable) embedding.grad.clear();  // frozen: 50,000 GloVe rows need no gradient
+  new_words = make<T>("embedding.new_words", {s.new_words, in}, false);
   position = make<T>("position.weight", {s.positions, in}, false);
-  wq = make<T>("attention.q_proj_weight", {e, in}, true);
-  wk = make<T>("attention.k_proj_weight", {e, in}, true);
-  wv = make<T>("attention.v_proj_weight", {e, in}, true);
-  bq = make<T>("attention.q_proj_bias", {e}, false);
-  bk = make<T>("attention.k_proj_bias", {e}, false);
-  bv = make<T>("attention.v_proj_bias", {e}, false);
-  wo = make<T>("attention.out_proj.weight", {e, e}, true);
-  bo = make<T>("attention.out_proj.bias", {e}, false);
-  w1 = make<T>("head.0.weight", {s.hidden, e}, true);
+  if (s.layers == 0) attention = make_attention<T>("attention.", e, in);
+  for (int64_t i = 0; i < s.layers; ++i) {
+    const std::string prefix = "layers." + std::to_string(i) + ".";
+    encoder_parameters<T> l;
+    l.attention = make_attention<T>(prefix + "attention.", e, e);
+    l.norm1_weight = make<T>(prefix + "norm1.weight", {e}, false);
+    l.norm1_bias = make<T>(prefix + "norm1.bias", {e}, false);
+    l.linear1_weight = make<T>(prefix + "linear1.weight", {s.feedforward, e}, true);
+    l.linear1_bias = make<T>(prefix + "linear1.bias", {s.feedforward}, false);
+    l.linear2_weight = make<T>(prefix + "linear2.weight", {e, s.feedforward}, true);
+    l.linear2_bias = make<T>(prefix + "linear2.bias", {e}, false);
+    l.norm2_weight = make<T>(prefix + "norm2.weight", {e}, false);
+    l.norm2_bias = make<T>(prefix + "norm2.bias", {e}, false);
+    layers.push_back(std::move(l));
+  }
+  w1 = make<T>("head.0.weight", {s.hidden, s.pooled()}, true);
   b1 = make<T>("head.0.bias", {s.hidden}, false);
   w2 = make<T>("head.2.weight", {s.classes, s.hidden}, true);
   b2 = make<T>("head.2.bias", {s.classes}, false);
@@ -54,9 +112,16 @@ network<T>::network(const network_shape& s) : shape_(s) {
 template <class T>
 std::vector<parameter<T>*> network<T>::parameters() {
   std::vector<parameter<T>*> all{&embedding};
+  if (shape_.new_words > 0) all.push_back(&new_words);
   if (shape_.positions > 0) all.push_back(&position);
-  for (parameter<T>* p : {&wq, &bq, &wk, &bk, &wv, &bv, &wo, &bo, &w1, &b1, &w2, &b2})
-    all.push_back(p);
+  if (shape_.layers == 0) add_attention(all, attention);
+  for (encoder_parameters<T>& l : layers) {
+    add_attention(all, l.attention);
+    for (parameter<T>* p : {&l.norm1_weight, &l.norm1_bias, &l.linear1_weight, &l.linear1_bias,
+                            &l.linear2_weight, &l.linear2_bias, &l.norm2_weight, &l.norm2_bias})
+      all.push_back(p);
+  }
+  for (parameter<T>* p : {&w1, &b1, &w2, &b2}) all.push_back(p);
   return all;
 }
 
@@ -75,7 +140,8 @@ void network<T>::zero_grad() {
 
 template <class T>
 self_attention_shape network<T>::attention_shape(const batch& b) const {
-  return {b.size, b.length, shape_.embed, shape_.width, shape_.heads};
+  return {b.size, b.length, shape_.layers == 0 ? shape_.embed : shape_.width, shape_.width,
+          shape_.heads};
 }
 
 template <class T>
@@ -89,31 +155,71 @@ attention_mask_spec network<T>::mask(const batch& b) const {
 }
 
 template <class T>
-self_attention_weights<T> network<T>::attention_weights() const {
-  return {wq.value.data(), bq.value.data(), wk.value.data(), bk.value.data(),
-          wv.value.data(), bv.value.data(), wo.value.data(), bo.value.data()};
-}
-
-template <class T>
-T network<T>::forward(const batch& b, network_cache<T>& c) const {
+T network<T>::forward(const batch& b, network_cache<T>& c, uint64_t dropout_seed) const {
   const network_shape& s = shape_;
   const int64_t tokens = b.size * b.length, rows = static_cast<int64_t>(b.rows.size());
-  // ids [B, L] → x [B, L, Ein] (+ positions)
+  const bool dropout = dropout_seed != 0 && s.dropout > 0;
+  // ids [B, L] → x [B, L, Ein] (+ positions), dropped out while training
   c.x.resize(static_cast<size_t>(tokens * s.embed));
-  embedding_forward(b.ids.data(), embedding.value.data(), c.x.data(), tokens, s.embed);
+  embedding_forward(b.ids.data(), embedding.value.data(), s.vocabulary, new_words.value.data(),
+                    c.x.data(), tokens, s.embed);
   if (s.positions > 0)
     positional_forward(position.value.data(), c.x.data(), b.size, b.length, s.embed);
-  // x → y [B, L, E]
+  c.drop_x.resize(dropout ? c.x.size() : 0);
+  if (dropout) {
+    dropout_mask(dropout_seed, s.dropout, c.drop_x.data(), tokens * s.embed);
+    dropout_apply(c.drop_x.data(), c.x.data(), tokens * s.embed);
+  }
+  // x → y [B, L, E]: the seeds' layer, or the encoder layers one after the other
   c.y.resize(static_cast<size_t>(tokens * s.width));
-  self_attention_forward(c.x.data(), attention_weights(), c.y.data(), c.attention,
-                         attention_shape(b), mask(b));
-  // y → pooled [R, E]
-  c.pooled.resize(static_cast<size_t>(rows * s.width));
-  mean_pool_forward(c.y.data(), b.rows.data(), c.pooled.data(), rows, b.length, s.width);
+  const attention_mask_spec m = mask(b);
+  if (s.layers == 0) {
+    c.blocks.clear();
+    self_attention_forward(c.x.data(), attention.weights(), c.y.data(), c.attention,
+                           attention_shape(b), m);
+  } else {
+    c.blocks.resize(static_cast<size_t>(s.layers));
+    c.between.resize(static_cast<size_t>(s.layers - 1));
+    const encoder_block_shape block{attention_shape(b), s.feedforward};
+    const T* in = c.x.data();
+    for (int64_t i = 0; i < s.layers; ++i) {
+      const auto k = static_cast<size_t>(i);
+      T* out = c.y.data();
+      if (i + 1 < s.layers) {
+        c.between[k].resize(c.y.size());
+        out = c.between[k].data();
+      }
+      encoder_block_forward(in, layers[k].weights(), out, c.blocks[k], block, m);
+      in = out;
+    }
+  }
+  // y → pooled [R, P]: the mean, the max, or both side by side
+  const int64_t p = s.pooled();
+  c.pooled.resize(static_cast<size_t>(rows * p));
+  std::vector<T> part(s.pool == pool_kind::mean_max ? static_cast<size_t>(rows * s.width) : 0);
+  if (s.pool != pool_kind::max) {
+    T* mean = s.pool == pool_kind::mean ? c.pooled.data() : part.data();
+    mean_pool_forward(c.y.data(), b.rows.data(), mean, rows, b.length, s.width);
+  }
+  if (s.pool != pool_kind::mean) {
+    c.argmax.resize(static_cast<size_t>(rows * s.width));
+    std::vector<T> max(s.pool == pool_kind::max ? 0 : part.size());
+    max_pool_forward(c.y.data(), b.rows.data(), s.pool == pool_kind::max ? c.pooled.data() : max.data(),
+                     c.argmax.data(), rows, b.length, s.width);
+    for (int64_t r = 0; r < rows && s.pool == pool_kind::mean_max; ++r) {  // [mean | max]
+      std::copy_n(part.data() + r * s.width, s.width, c.pooled.data() + r * p);
+      std::copy_n(max.data() + r * s.width, s.width, c.pooled.data() + r * p + s.width);
+    }
+  }
+  c.drop_pooled.resize(dropout ? c.pooled.size() : 0);
+  if (dropout) {
+    dropout_mask(~dropout_seed, s.dropout, c.drop_pooled.data(), rows * p);
+    dropout_apply(c.drop_pooled.data(), c.pooled.data(), rows * p);
+  }
   // pooled → pre → hidden [R, hidden] → logits [R, C]
   c.pre.resize(static_cast<size_t>(rows * s.hidden));
   c.hidden.resize(c.pre.size());
-  linear_forward(c.pooled.data(), w1.value.data(), b1.value.data(), c.pre.data(), rows, s.width,
+  linear_forward(c.pooled.data(), w1.value.data(), b1.value.data(), c.pre.data(), rows, p,
                  s.hidden);
   relu_forward(c.pre.data(), c.hidden.data(), rows * s.hidden);
   c.logits.resize(static_cast<size_t>(rows * s.classes));
@@ -128,6 +234,7 @@ template <class T>
 void network<T>::backward(const batch& b, const network_cache<T>& c) {
   const network_shape& s = shape_;
   const int64_t tokens = b.size * b.length, rows = static_cast<int64_t>(b.rows.size());
+  const int64_t p = s.pooled();
   // loss = cross_entropy(logits, targets)
   std::vector<T> dlogits(c.logits.size());
   cross_entropy_backward(c.logits.data(), b.targets.data(), dlogits.data(), rows, s.classes);
@@ -141,25 +248,65 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
   // pre = pooled·W1ᵀ + b1
   std::vector<T> dpooled(c.pooled.size(), T(0));
   linear_backward(dpre.data(), c.pooled.data(), w1.value.data(), dpooled.data(), w1.grad.data(),
-                  b1.grad.data(), rows, s.width, s.hidden);
-  // pooled = mean of y over each row's tokens
+                  b1.grad.data(), rows, p, s.hidden);
+  // pooled = dropout(pool(y))
+  if (!c.drop_pooled.empty()) dropout_apply(c.drop_pooled.data(), dpooled.data(), rows * p);
   std::vector<T> dy(c.y.size(), T(0));
-  mean_pool_backward(dpooled.data(), b.rows.data(), dy.data(), rows, b.length, s.width);
-  // y = self_attention(x); frozen embeddings without positions need no dx
-  const bool need_dx = embedding.trainable || s.positions > 0;
+  if (s.pool == pool_kind::mean) {
+    mean_pool_backward(dpooled.data(), b.rows.data(), dy.data(), rows, b.length, s.width);
+  } else if (s.pool == pool_kind::max) {
+    max_pool_backward(dpooled.data(), b.rows.data(), c.argmax.data(), dy.data(), rows, b.length,
+                      s.width);
+  } else {  // pooled = [mean | max]
+    std::vector<T> dmean(static_cast<size_t>(rows * s.width)), dmax(dmean.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      std::copy_n(dpooled.data() + r * p, s.width, dmean.data() + r * s.width);
+      std::copy_n(dpooled.data() + r * p + s.width, s.width, dmax.data() + r * s.width);
+    }
+    mean_pool_backward(dmean.data(), b.rows.data(), dy.data(), rows, b.length, s.width);
+    max_pool_backward(dmax.data(), b.rows.data(), c.argmax.data(), dy.data(), rows, b.length,
+                      s.width);
+  }
+  // y = blocks(x); frozen embeddings without positions or new words need no dx
+  const bool need_dx = embedding.trainable || s.positions > 0 || s.new_words > 0;
   std::vector<T> dx(need_dx ? static_cast<size_t>(tokens * s.embed) : 0, T(0));
-  const self_attention_grads<T> g{wq.grad.data(), bq.grad.data(), wk.grad.data(), bk.grad.data(),
-                                  wv.grad.data(), bv.grad.data(), wo.grad.data(), bo.grad.data()};
-  self_attention_backward(dy.data(), c.x.data(), attention_weights(), c.attention,
-                          need_dx ? dx.data() : nullptr, g, attention_shape(b), mask(b));
+  const attention_mask_spec m = mask(b);
+  if (s.layers == 0) {
+    self_attention_backward(dy.data(), c.x.data(), attention.weights(), c.attention,
+                            need_dx ? dx.data() : nullptr, attention.grads(), attention_shape(b),
+                            m);
+  } else {
+    const encoder_block_shape block{attention_shape(b), s.feedforward};
+    std::vector<T> dout = std::move(dy), din;
+    for (int64_t i = s.layers - 1; i >= 0; --i) {
+      const auto k = static_cast<size_t>(i);
+      const T* in = i == 0 ? c.x.data() : c.between[k - 1].data();
+      T* dinput = nullptr;
+      if (i > 0 || need_dx) {
+        din.assign(dout.size(), T(0));
+        dinput = din.data();
+      }
+      encoder_block_backward(dout.data(), in, layers[k].weights(), c.blocks[k], dinput,
+                             layers[k].grads(), block, m);
+      if (dinput == nullptr) break;
+      std::swap(dout, din);
+    }
+    if (need_dx) dx = std::move(dout);
+  }
   if (!need_dx) return;
-  // x = embedding[ids] + position[t]
+  // x = dropout(embedding[ids] + position[t])
+  if (!c.drop_x.empty()) dropout_apply(c.drop_x.data(), dx.data(), tokens * s.embed);
   if (s.positions > 0)
     positional_backward(dx.data(), position.grad.data(), b.size, b.length, s.embed);
-  if (embedding.trainable)
-    embedding_backward(b.ids.data(), dx.data(), embedding.grad.data(), tokens, s.embed);
+  embedding_backward(b.ids.data(), dx.data(), embedding.trainable ? embedding.grad.data() : nullptr,
+                     s.vocabulary, s.new_words > 0 ? new_words.grad.data() : nullptr, tokens,
+                     s.embed);
 }
 
+template struct attention_parameters<float>;
+template struct attention_parameters<double>;
+template struct encoder_parameters<float>;
+template struct encoder_parameters<double>;
 template class network<float>;
 template class network<double>;
 

@@ -1,9 +1,13 @@
 // The trainable text model (seed 003's simple language model, generalised):
-//   token ids [B, L] → embeddings [B, L, Ein] (+ learned positions) → multi-head self-attention
-//   [B, L, E] → masked mean over tokens [R, E] → linear → ReLU → linear → logits [R, C]
-// → softmax cross-entropy. A classifier pools each sentence once (R = B); the next-word model
-// runs causal attention and pools every prefix, so one pass trains every prefix of every line.
-// Templated on the scalar: float trains, double is the specification for gradient checks.
+//   token ids [B, L] → embeddings [B, L, Ein] (+ learned positions) → dropout →
+//   layers = 0: the seeds' multi-head self-attention [B, L, E] (no residual, norm or
+//               feed-forward: the layer of seed 003, and the reference in the tests)
+//   layers = N: N Transformer encoder layers (encoder_block.hpp) [B, L, E]
+// → pooled over tokens (mean, max, or both side by side) [R, P] → dropout → linear → ReLU →
+// linear → logits [R, C] → softmax cross-entropy. A classifier pools each sentence once (R = B);
+// the next-word model runs causal attention and pools every prefix, so one pass trains every
+// prefix of every line. Templated on the scalar: float trains, double is the specification for
+// gradient checks.
 #pragma once
 
 #include <cstdint>
@@ -11,21 +15,31 @@
 #include <vector>
 
 #include "attn/tensor.hpp"
+#include "nn/encoder_block.hpp"
 #include "nn/mean_pool.hpp"
 #include "nn/self_attention_layer.hpp"
 
 namespace attn::nn {
 
+enum class pool_kind { mean, max, mean_max };
+
 struct network_shape {
-  int64_t vocabulary = 0;  // rows of the embedding table
+  int64_t vocabulary = 0;  // rows of the (pre-trained or learned) embedding table
+  int64_t new_words = 0;   // rows learned for words the pre-trained table lacks (ids after it)
   int64_t embed = 0;       // Ein, the embedding width
   int64_t width = 0;       // E, the attention width
   int64_t heads = 1;       // H
+  int64_t layers = 0;      // 0: the seeds' bare attention layer; N: N encoder layers (Ein == E)
+  int64_t feedforward = 0; // the encoder layers' feed-forward width
+  pool_kind pool = pool_kind::mean;
   int64_t hidden = 0;      // the MLP's hidden width
   int64_t classes = 0;     // C: output words or labels
   int64_t positions = 0;   // rows of the learned positional table; 0 = none
   bool causal = false;     // next-word: query t sees tokens ≤ t
-  bool train_embeddings = true;
+  bool train_embeddings = true;  // the table's rows (new words' rows always train)
+  double dropout = 0;      // on the embeddings and on the pooled vector, while training
+
+  int64_t pooled() const { return pool == pool_kind::mean_max ? 2 * width : width; }
 };
 
 template <class T>
@@ -48,13 +62,38 @@ struct batch {
 };
 
 template <class T>
+struct attention_parameters {
+  parameter<T> wq, bq, wk, bk, wv, bv, wo, bo;
+  self_attention_weights<T> weights() const;
+  self_attention_grads<T> grads();
+};
+
+template <class T>
+struct encoder_parameters {
+  attention_parameters<T> attention;
+  parameter<T> norm1_weight, norm1_bias, linear1_weight, linear1_bias;
+  parameter<T> linear2_weight, linear2_bias, norm2_weight, norm2_bias;
+  encoder_block_weights<T> weights() const;
+  encoder_block_grads<T> grads();
+};
+
+template <class T>
 struct network_cache {
-  std::vector<T> x;  // embeddings (+ positions) [B, L, Ein]
-  self_attention_cache<T> attention;
-  std::vector<T> y;                 // contextual embeddings [B, L, E]
-  std::vector<T> pooled;            // [R, E]
+  std::vector<T> x;  // embeddings (+ positions, after dropout) [B, L, Ein]
+  self_attention_cache<T> attention;           // layers = 0
+  std::vector<encoder_block_cache<T>> blocks;  // layers = N
+  std::vector<std::vector<T>> between;         // encoder layers' outputs but the last [B, L, E]
+  std::vector<T> y;                 // the last attention block's output [B, L, E]
+  std::vector<T> pooled;            // [R, P] (after dropout)
+  std::vector<int64_t> argmax;      // max pooling: the token of each maximum [R, E]
+  std::vector<T> drop_x, drop_pooled;  // dropout masks (empty: no dropout)
   std::vector<T> pre, hidden;       // the MLP's hidden layer before and after ReLU [R, hidden]
   std::vector<T> logits;            // [R, C]
+
+  // The last block's attention (its per-head Q, K, V and row log-sum-exp).
+  const self_attention_cache<T>& last_attention() const {
+    return blocks.empty() ? attention : blocks.back().attention;
+  }
 };
 
 template <class T>
@@ -63,25 +102,26 @@ class network {
   explicit network(const network_shape& shape);  // every parameter zero
 
   const network_shape& shape() const { return shape_; }
-  // Every parameter in a fixed order (the positional table only when there is one).
+  // Every parameter in a fixed order (the new words' and positional tables only when present).
   std::vector<parameter<T>*> parameters();
   std::vector<const parameter<T>*> parameters() const;
 
   // Fills cache (logits included) and returns the mean cross-entropy over the batch's rows
-  // (0 when it has none or no targets).
-  T forward(const batch& b, network_cache<T>& cache) const;
+  // (0 when it has none or no targets). A nonzero dropout_seed trains: dropout draws its masks
+  // from it; 0 evaluates.
+  T forward(const batch& b, network_cache<T>& cache, uint64_t dropout_seed = 0) const;
   // Adds the gradients of forward's loss to each trainable parameter's grad.
   void backward(const batch& b, const network_cache<T>& cache);
   void zero_grad();
 
-  parameter<T> embedding, position;
-  parameter<T> wq, bq, wk, bk, wv, bv, wo, bo;  // attention
+  parameter<T> embedding, new_words, position;
+  attention_parameters<T> attention;            // layers = 0
+  std::vector<encoder_parameters<T>> layers;    // layers = N
   parameter<T> w1, b1, w2, b2;                  // the MLP head
 
  private:
   self_attention_shape attention_shape(const batch& b) const;
   attention_mask_spec mask(const batch& b) const;
-  self_attention_weights<T> attention_weights() const;
 
   network_shape shape_;
 };

@@ -20,7 +20,10 @@ namespace attn {
 
 namespace {
 
-constexpr const char* model_format = "attn-text-model/1";
+// Version 2 adds new words' rows, encoder layers, pooling and dropout to version 1, whose
+// files (the seeds' layer with a mean) read the same as before.
+constexpr const char* model_format = "attn-text-model/2";
+constexpr const char* model_format_v1 = "attn-text-model/1";
 
 std::string embedding_name(embedding_source s) {
   return s == embedding_source::default_vectors ? "default" : "stored";
@@ -62,15 +65,25 @@ std::string text_model::encode() const {
                            {"embeddings", embedding_name(c.embeddings)},
                            {"embeddings_trained", c.embeddings_trained},
                            {"embed_dim", c.embed_dim},
+                           {"new_words", c.new_words},
                            {"dim", c.dim},
                            {"heads", c.heads},
+                           {"layers", c.layers},
+                           {"feedforward", c.feedforward},
+                           {"pool", pooling_name(c.pool)},
                            {"hidden", c.hidden},
-                           {"max_positions", c.max_positions}};
+                           {"max_positions", c.max_positions},
+                           {"dropout", c.dropout}};
   file.metadata["format"] = model_format;
   file.metadata["config"] = config.dump();
   file.metadata["outputs"] = nlohmann::json(m.outputs.words()).dump();
+  // The table's words (unless they are the default vectors'), then the new words' rows.
+  const auto& words = m.inputs.words();
+  const auto table_end = words.end() - static_cast<std::ptrdiff_t>(c.new_words);
   if (c.embeddings == embedding_source::stored)
-    file.metadata["input_words"] = nlohmann::json(m.inputs.words()).dump();
+    file.metadata["input_words"] = nlohmann::json(std::vector<std::string>(words.begin(), table_end)).dump();
+  if (c.new_words > 0)
+    file.metadata["new_words"] = nlohmann::json(std::vector<std::string>(table_end, words.end())).dump();
   if (!m.training.empty()) file.metadata["training"] = m.training;
   return encode_safetensors(file);
 }
@@ -87,11 +100,11 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
       throw_input(source, fmt::format("not an attn text model: no '{}' in __metadata__", key));
     return it->second;
   };
-  if (meta("format") != model_format)
+  if (meta("format") != model_format && meta("format") != model_format_v1)
     throw_input(source, fmt::format("unsupported model format '{}' (expected '{}')",
                                     meta("format"), model_format));
   text_model_config c;
-  std::vector<std::string> outputs, input_words;
+  std::vector<std::string> outputs, input_words, new_words;
   try {
     const nlohmann::json j = nlohmann::json::parse(meta("config"));
     const std::string task = j.at("task").get<std::string>();
@@ -106,17 +119,32 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
     c.heads = j.at("heads").get<int64_t>();
     c.hidden = j.at("hidden").get<int64_t>();
     c.max_positions = j.at("max_positions").get<int64_t>();
+    // Absent from version 1 files: the seeds' layer, a mean, no new words.
+    c.new_words = j.value("new_words", int64_t{0});
+    c.layers = j.value("layers", int64_t{0});
+    c.feedforward = j.value("feedforward", int64_t{0});
+    c.dropout = j.value("dropout", 0.0);
+    const std::string pool = j.value("pool", std::string("mean"));
+    if (pool != "mean" && pool != "max" && pool != "mean+max")
+      throw std::runtime_error("unknown pooling " + pool);
+    c.pool = pool == "mean" ? pooling::mean : pool == "max" ? pooling::max : pooling::mean_max;
     outputs = nlohmann::json::parse(meta("outputs")).get<std::vector<std::string>>();
     if (c.embeddings == embedding_source::stored)
       input_words = nlohmann::json::parse(meta("input_words")).get<std::vector<std::string>>();
+    if (c.new_words > 0)
+      new_words = nlohmann::json::parse(meta("new_words")).get<std::vector<std::string>>();
   } catch (const nlohmann::json::exception& e) {
     throw_input(source, fmt::format("bad model metadata: {}", e.what()));
   } catch (const std::runtime_error& e) {
     if (dynamic_cast<const attn::error*>(&e) != nullptr) throw;
     throw_input(source, fmt::format("bad model metadata: {}", e.what()));
   }
+  constexpr int64_t limit = int64_t{1} << 20;
   if (c.embed_dim <= 0 || c.dim <= 0 || c.heads <= 0 || c.dim % c.heads != 0 || c.hidden <= 0 ||
-      c.max_positions < 0 || c.max_positions > (int64_t{1} << 20) || outputs.empty())
+      c.max_positions < 0 || c.max_positions > limit || outputs.empty() || c.layers < 0 ||
+      c.layers > 64 || c.feedforward < 0 || c.feedforward > limit || c.embed_dim > limit ||
+      c.dim > limit || c.hidden > limit || (c.layers > 0 && (c.feedforward == 0 || c.dim != c.embed_dim)) ||
+      c.new_words < 0 || static_cast<int64_t>(new_words.size()) != c.new_words)
     throw_input(source, "bad model metadata: sizes out of range");
 
   std::optional<vectors> defaults;
@@ -128,10 +156,13 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
     input_words.reserve(static_cast<size_t>(defaults->size()));
     for (int64_t i = 0; i < defaults->size(); ++i) input_words.emplace_back(defaults->word(i));
   }
-  auto m = std::make_unique<impl>(c, train::word_index(input_words), train::word_index(outputs));
-  if (m->inputs.size() != static_cast<int64_t>(input_words.size()) ||
-      m->outputs.size() != static_cast<int64_t>(outputs.size()))
+  input_words.insert(input_words.end(), new_words.begin(), new_words.end());
+  train::word_index in(input_words), out(outputs);
+  // Checked before the network is sized from them: a repeated word would shrink the table.
+  if (in.size() != static_cast<int64_t>(input_words.size()) ||
+      out.size() != static_cast<int64_t>(outputs.size()))
     throw_input(source, "bad model metadata: repeated words or labels");
+  auto m = std::make_unique<impl>(c, std::move(in), std::move(out));
   for (nn::parameter<float>* p : m->net.parameters()) {
     if (p == &m->net.embedding && defaults) {
       for (int64_t i = 0; i < defaults->size(); ++i) {
@@ -222,9 +253,11 @@ attention_map text_model::attention(std::string_view text) const {
   sdpa_options options;
   options.causal = m.net.shape().causal;
   tensor weights;
-  const tensor q = tensor::view(cache.attention.q.data(), shape);
-  const tensor k = tensor::view(cache.attention.k.data(), shape);
-  sdpa(q, k, tensor::view(cache.attention.v.data(), shape), options, &weights);
+  // The last attention block's heads (the only one, in the seeds' model).
+  const auto& a = cache.last_attention();
+  const tensor q = tensor::view(a.q.data(), shape);
+  const tensor k = tensor::view(a.k.data(), shape);
+  sdpa(q, k, tensor::view(a.v.data(), shape), options, &weights);
   attention_map out;
   out.tokens = in.tokens;
   out.unknown = in.unknown;
@@ -264,10 +297,16 @@ namespace attn::train {
 nn::network_shape network_shape_for(const text_model_config& c, int64_t vocabulary,
                                     int64_t classes) {
   nn::network_shape s;
-  s.vocabulary = vocabulary;
+  s.vocabulary = vocabulary - c.new_words;
+  s.new_words = c.new_words;
   s.embed = c.embed_dim;
   s.width = c.dim;
   s.heads = c.heads;
+  s.layers = c.layers;
+  s.feedforward = c.feedforward;
+  s.pool = c.pool == pooling::mean ? nn::pool_kind::mean
+           : c.pool == pooling::max ? nn::pool_kind::max : nn::pool_kind::mean_max;
+  s.dropout = c.dropout;
   s.hidden = c.hidden;
   s.classes = classes;
   s.positions = c.max_positions;

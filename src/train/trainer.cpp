@@ -1,5 +1,7 @@
-// attn::train_text_model: data → vocabulary → initial weights → epochs of shuffled mini-batches
-// (forward, backward, clipping, AdamW at the scheduled learning rate) → a text_model.
+// attn::train_text_model: data → validation split → vocabulary (pre-trained rows, learned rows
+// for the words they lack) → initial weights → epochs of shuffled mini-batches (forward with
+// dropout, backward, clipping, AdamW at the scheduled learning rate) → the best epoch's weights
+// → a text_model.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,19 +24,34 @@ using train::encoded_example;
 using train::text_example;
 using train::word_index;
 
+// The automatic budget: enough optimiser steps to fit a small file (seed 003's four lines take
+// one step an epoch), at least min_epochs passes over a large one, and never more than
+// max_epochs. Early stopping ends large runs once the validation score stops improving.
+constexpr int64_t default_min_steps = 400;
+constexpr int64_t min_epochs = 6;
+constexpr int64_t max_epochs = 400;
+constexpr int64_t max_valid_lines = 5000;
+
 void check_options(const train_options& o) {
   if (o.data.empty()) throw_usage("no training data (--data FILE)");
-  if (o.epochs < 1) throw_usage(fmt::format("--epochs must be at least 1, got {}", o.epochs));
+  if (o.epochs < 0) throw_usage(fmt::format("--epochs must be at least 1, got {}", o.epochs));
   if (o.batch < 1) throw_usage(fmt::format("--batch must be at least 1, got {}", o.batch));
   if (!(o.lr > 0) || !std::isfinite(o.lr)) throw_usage(fmt::format("--lr must be positive, got {}", o.lr));
   if (o.heads < 1) throw_usage(fmt::format("--heads must be at least 1, got {}", o.heads));
-  if (o.dim < 0 || o.hidden < 0) throw_usage("--dim and --hidden must be positive");
+  if (o.dim < 0 || o.hidden < 0 || o.feedforward < 0) throw_usage("--dim, --hidden and --feedforward must be positive");
+  if (o.layers < 0) throw_usage(fmt::format("--layers must be 0 or more, got {}", o.layers));
+  if (o.min_count < 0) throw_usage(fmt::format("--min-count must be 0 or more, got {}", o.min_count));
+  if (o.patience < 1) throw_usage(fmt::format("--patience must be at least 1, got {}", o.patience));
+  if (!(o.dropout >= 0 && o.dropout < 1))
+    throw_usage(fmt::format("--dropout must be in [0, 1), got {}", o.dropout));
   if ((o.word_vectors == nullptr) == (o.learn_embeddings <= 0))
     throw_usage("give word vectors or --learn-embeddings DIM, not both");
   if (o.finetune_embeddings && o.word_vectors == nullptr)
     throw_usage("--finetune-embeddings needs pre-trained vectors (not --learn-embeddings)");
   if (!(o.weight_decay >= 0) || !(o.clip >= 0) || !(o.warmup >= 0 && o.warmup <= 1))
     throw_usage("weight decay and clip must be ≥ 0, warm-up between 0 and 1");
+  if (!(o.valid_share > 0 && o.valid_share < 1))
+    throw_usage(fmt::format("the validation share must be in (0, 1), got {}", o.valid_share));
 }
 
 bool uses_default_vectors(const train_options& o) {
@@ -42,26 +59,70 @@ bool uses_default_vectors(const train_options& o) {
          !o.finetune_embeddings;
 }
 
+// Without a validation file, a share of the training lines (chosen by the seed) is held out,
+// when there are enough lines to spare; the rest trains. Returns the held-out lines.
+std::vector<text_example> hold_out(std::vector<text_example>& lines, const train_options& o) {
+  const auto n = static_cast<int64_t>(lines.size());
+  if (n < o.valid_min_lines) return {};
+  const int64_t take =
+      std::min(max_valid_lines, std::max<int64_t>(1, std::llround(o.valid_share * static_cast<double>(n))));
+  std::vector<size_t> order(lines.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  train::rng r(o.seed ^ 0x76616c6964ULL);  // its own stream: the split does not move the weights
+  r.shuffle(order);
+  std::vector<bool> held(lines.size(), false);
+  for (int64_t i = 0; i < take; ++i) held[order[static_cast<size_t>(i)]] = true;
+  std::vector<text_example> keep, valid;
+  for (size_t i = 0; i < lines.size(); ++i) (held[i] ? valid : keep).push_back(std::move(lines[i]));
+  lines = std::move(keep);
+  return valid;
+}
+
+// Training words, most frequent first (ties alphabetical).
+std::vector<std::pair<std::string, int64_t>> word_counts(const std::vector<text_example>& set) {
+  std::map<std::string, int64_t> counts;
+  for (const text_example& ex : set)
+    for (const std::string& t : ex.tokens) counts[t] += 1;
+  std::vector<std::pair<std::string, int64_t>> sorted(counts.begin(), counts.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return sorted;
+}
+
+struct vocabulary {
+  word_index words;       // the table's rows, then the new words' rows
+  int64_t new_words = 0;  // how many of the last rows are new words
+};
+
 // The words with an embedding: every word of the default vectors (they are in the binary, so
-// predict can use words never seen in training); otherwise the data's words (known to the
-// vectors, when pre-trained).
-word_index input_words(const train_options& o, const std::vector<text_example>& train_set,
+// predict can use words never seen in training), or the data's words with a pre-trained vector,
+// or (learned embeddings) the training words; then the training words that have no pre-trained
+// vector but occur at least min_count times, each with a row of its own.
+vocabulary input_words(const train_options& o, const std::vector<text_example>& train_set,
                        const std::vector<text_example>& valid_set) {
-  word_index words;
+  vocabulary v;
+  const auto counts = word_counts(train_set);
+  if (o.word_vectors == nullptr) {
+    for (const auto& [w, n] : counts)
+      if (n >= std::max<int64_t>(o.min_count, 1)) v.words.add(w);
+    return v;
+  }
   if (uses_default_vectors(o)) {
     for (int64_t i = 0; i < o.word_vectors->size(); ++i)
-      words.add(std::string(o.word_vectors->word(i)));
-    return words;
+      v.words.add(std::string(o.word_vectors->word(i)));
+  } else {
+    // Pre-trained vectors of the validation words are real, so they join the table too.
+    for (const auto* set : {&train_set, &valid_set})
+      for (const text_example& ex : *set)
+        for (const std::string& t : ex.tokens)
+          if (o.word_vectors->find(t)) v.words.add(t);
   }
-  const auto add_all = [&](const std::vector<text_example>& set) {
-    for (const text_example& ex : set)
-      for (const std::string& t : ex.tokens)
-        if (o.word_vectors == nullptr || o.word_vectors->find(t)) words.add(t);
-  };
-  add_all(train_set);
-  // Pre-trained vectors of the validation words are real; learned ones would stay random.
-  if (o.word_vectors != nullptr) add_all(valid_set);
-  return words;
+  const int64_t table = v.words.size();
+  if (o.min_count > 0)
+    for (const auto& [w, n] : counts)
+      if (n >= o.min_count && !o.word_vectors->find(w)) v.words.add(w);
+  v.new_words = v.words.size() - table;
+  return v;
 }
 
 // next-word: the training data's words, most frequent first (ties alphabetical); classify: the
@@ -90,26 +151,48 @@ void fill_uniform(std::vector<float>& v, train::rng& r, double bound) {
   for (float& x : v) x = static_cast<float>(r.uniform(-bound, bound));
 }
 
+void initialise_attention(nn::attention_parameters<float>& a, int64_t in, int64_t e,
+                          train::rng& r) {
+  const double xavier_in = std::sqrt(6.0 / static_cast<double>(in + e));
+  const double xavier_out = std::sqrt(6.0 / static_cast<double>(2 * e));
+  fill_uniform(a.wq.value, r, xavier_in);
+  fill_uniform(a.wk.value, r, xavier_in);
+  fill_uniform(a.wv.value, r, xavier_in);
+  fill_uniform(a.wo.value, r, xavier_out);
+}
+
 // PyTorch's initialisations: xavier-uniform attention projections with zero biases, nn.Linear's
-// U(±1/√fan_in) for the MLP head, N(0, 1) learned embeddings, zero positions.
+// U(±1/√fan_in) for the feed-forward parts and the MLP head, layer norms at γ = 1, β = 0, N(0, 1)
+// learned embeddings, zero positions. A new word's row starts at N(0, σ²) with σ the pre-trained
+// table's root mean square, so it looks like any other word to the attention.
 void initialise(nn::network<float>& net, const train_options& o, const word_index& inputs,
                 train::rng& r) {
   const nn::network_shape& s = net.shape();
   if (o.word_vectors != nullptr) {
-    for (int64_t i = 0; i < inputs.size(); ++i) {
+    double squares = 0;
+    for (int64_t i = 0; i < s.vocabulary; ++i) {
       auto row = o.word_vectors->vector(*o.word_vectors->find(inputs.words()[static_cast<size_t>(i)]));
       std::copy(row.begin(), row.end(), net.embedding.value.begin() + i * s.embed);
+      for (float x : row) squares += static_cast<double>(x) * x;
     }
+    const double rms = s.vocabulary > 0 ? std::sqrt(squares / static_cast<double>(s.vocabulary * s.embed)) : 1.0;
+    for (float& x : net.new_words.value) x = static_cast<float>(rms * r.normal());
   } else {
     for (float& x : net.embedding.value) x = static_cast<float>(r.normal());
   }
-  const double xavier_in = std::sqrt(6.0 / static_cast<double>(s.embed + s.width));
-  const double xavier_out = std::sqrt(6.0 / static_cast<double>(2 * s.width));
-  fill_uniform(net.wq.value, r, xavier_in);
-  fill_uniform(net.wk.value, r, xavier_in);
-  fill_uniform(net.wv.value, r, xavier_in);
-  fill_uniform(net.wo.value, r, xavier_out);
-  const double head1 = 1.0 / std::sqrt(static_cast<double>(s.width));
+  if (s.layers == 0) initialise_attention(net.attention, s.embed, s.width, r);
+  for (nn::encoder_parameters<float>& l : net.layers) {
+    initialise_attention(l.attention, s.width, s.width, r);
+    std::fill(l.norm1_weight.value.begin(), l.norm1_weight.value.end(), 1.0f);
+    std::fill(l.norm2_weight.value.begin(), l.norm2_weight.value.end(), 1.0f);
+    const double in1 = 1.0 / std::sqrt(static_cast<double>(s.width));
+    const double in2 = 1.0 / std::sqrt(static_cast<double>(s.feedforward));
+    fill_uniform(l.linear1_weight.value, r, in1);
+    fill_uniform(l.linear1_bias.value, r, in1);
+    fill_uniform(l.linear2_weight.value, r, in2);
+    fill_uniform(l.linear2_bias.value, r, in2);
+  }
+  const double head1 = 1.0 / std::sqrt(static_cast<double>(s.pooled()));
   const double head2 = 1.0 / std::sqrt(static_cast<double>(s.hidden));
   fill_uniform(net.w1.value, r, head1);
   fill_uniform(net.b1.value, r, head1);
@@ -127,22 +210,55 @@ std::vector<encoded_example> encode_all(const std::vector<text_example>& set, te
   return out;
 }
 
-std::string training_record(const train_options& o) {
-  nlohmann::json j = {{"data", o.data}, {"valid", o.valid}, {"epochs", o.epochs}, {"lr", o.lr},
+std::string training_record(const train_options& o, int64_t epochs) {
+  nlohmann::json j = {{"data", o.data}, {"valid", o.valid}, {"epochs", epochs}, {"lr", o.lr},
                       {"batch", o.batch}, {"seed", o.seed}, {"weight_decay", o.weight_decay},
-                      {"clip", o.clip}, {"warmup", o.warmup},
+                      {"clip", o.clip}, {"warmup", o.warmup}, {"dropout", o.dropout},
+                      {"min_count", o.min_count}, {"patience", o.patience},
                       {"vectors", o.word_vectors != nullptr ? o.word_vectors->source() : ""}};
   return j.dump();
 }
 
+// A validation score: higher accuracy is better, and at equal accuracy a lower loss.
+bool better(const train::scored_examples& a, const train::scored_examples& b) {
+  return a.accuracy > b.accuracy || (a.accuracy == b.accuracy && a.loss < b.loss);
+}
+
+// The trainable parameters' values, to keep the best epoch's weights.
+std::vector<std::vector<float>> snapshot(const std::vector<nn::parameter<float>*>& params) {
+  std::vector<std::vector<float>> values;
+  for (const nn::parameter<float>* p : params)
+    values.push_back(p->trainable ? p->value : std::vector<float>{});
+  return values;
+}
+
+void restore(const std::vector<nn::parameter<float>*>& params,
+             std::vector<std::vector<float>>& values) {
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i]->trainable) params[i]->value = std::move(values[i]);
+}
+
 }  // namespace
+
+std::string pooling_name(pooling p) {
+  return p == pooling::mean ? "mean" : p == pooling::max ? "max" : "mean+max";
+}
 
 train_result train_text_model(const train_options& o, const train_callbacks& cb) {
   check_options(o);
-  const std::vector<text_example> train_set = train::read_examples(o.data, o.task);
-  const std::vector<text_example> valid_set =
-      o.valid.empty() ? std::vector<text_example>{} : train::read_examples(o.valid, o.task);
+  std::vector<text_example> train_set = train::read_examples(o.data, o.task);
   if (train_set.empty()) throw_input(o.data, "no training examples (every line is blank)");
+  train_result result;
+  std::vector<text_example> valid_set;
+  if (!o.valid.empty()) {
+    valid_set = train::read_examples(o.valid, o.task);
+    result.valid.source = o.valid;
+  } else {
+    valid_set = hold_out(train_set, o);
+    if (!valid_set.empty())
+      result.valid.source = fmt::format("{} lines held out from {}", valid_set.size(), o.data);
+  }
+  result.train.source = o.data;
 
   text_model_config c;
   c.task = o.task;
@@ -154,24 +270,31 @@ train_result train_text_model(const train_options& o, const train_callbacks& cb)
   if (c.dim % c.heads != 0)
     throw_usage(fmt::format("--heads {} does not divide the attention width {}{}", c.heads, c.dim,
                             o.dim > 0 ? "" : " (the embedding width; choose --dim)"));
+  c.layers = o.layers;
+  if (c.layers > 0 && c.dim != c.embed_dim)
+    throw_usage(fmt::format("--layers {} adds residual connections, which need --dim equal to "
+                            "the embedding width {} (got {})", c.layers, c.embed_dim, c.dim));
+  c.feedforward = c.layers > 0 ? (o.feedforward > 0 ? o.feedforward : 2 * c.dim) : 0;
+  c.pool = o.pool;
   c.hidden = o.hidden > 0 ? o.hidden : c.dim;
+  c.dropout = o.dropout;
 
-  word_index inputs = input_words(o, train_set, valid_set);
-  word_index outputs = output_words(o.task, train_set, inputs);
+  vocabulary vocab = input_words(o, train_set, valid_set);
+  c.new_words = vocab.new_words;
+  result.train.new_words = vocab.new_words;
+  word_index outputs = output_words(o.task, train_set, vocab.words);
   if (outputs.size() == 0)
     throw_input(o.data, "no word of the training data has an embedding (nothing to predict)");
   if (o.positions) {
     for (const text_example& ex : train_set) {
       int64_t known = 0;
-      for (const std::string& t : ex.tokens) known += inputs.find(t) >= 0 ? 1 : 0;
+      for (const std::string& t : ex.tokens) known += vocab.words.find(t) >= 0 ? 1 : 0;
       c.max_positions = std::max(c.max_positions, known);
     }
     c.max_positions = std::max<int64_t>(c.max_positions, 1);
   }
 
-  train_result result;
-  auto model = std::make_unique<text_model::impl>(c, std::move(inputs), std::move(outputs));
-  model->training = training_record(o);
+  auto model = std::make_unique<text_model::impl>(c, std::move(vocab.words), std::move(outputs));
   nn::network<float>& net = model->net;
   train::rng random(o.seed);
   initialise(net, o, model->inputs, random);
@@ -187,7 +310,13 @@ train_result train_text_model(const train_options& o, const train_callbacks& cb)
 
   const auto n_batch = static_cast<size_t>(o.batch);
   const auto steps = static_cast<int64_t>((order.size() + n_batch - 1) / n_batch);
-  const int64_t total = steps * o.epochs;
+  const int64_t min_steps = o.min_steps > 0 ? o.min_steps : default_min_steps;
+  const int64_t epochs =
+      o.epochs > 0 ? o.epochs
+                   : std::clamp<int64_t>((min_steps + steps - 1) / steps, min_epochs, max_epochs);
+  result.planned_epochs = epochs;
+  model->training = training_record(o, epochs);
+  const int64_t total = steps * epochs;
   const int64_t warmup = std::max<int64_t>(1, std::llround(o.warmup * static_cast<double>(total)));
   const std::vector<nn::parameter<float>*> params = net.parameters();
   train::adamw optimiser(params, {.weight_decay = o.weight_decay});
@@ -198,8 +327,11 @@ train_result train_text_model(const train_options& o, const train_callbacks& cb)
   const auto seconds_since = [](clock::time_point t) {
     return std::chrono::duration<double>(clock::now() - t).count();
   };
+  const bool validating = !valid_data.empty();
+  train::scored_examples best_score{.loss = 0, .accuracy = -1, .n = 0};
+  std::vector<std::vector<float>> best_weights;
   int64_t done = 0, all_tokens = 0;
-  for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
+  for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
     const auto epoch_start = clock::now();
     random.shuffle(order);
     double loss_sum = 0;
@@ -211,7 +343,9 @@ train_result train_text_model(const train_options& o, const train_callbacks& cb)
         group.push_back(&train_data[order[i]]);
       const nn::batch b = train::make_batch(group, o.task);
       net.zero_grad();
-      const float loss = net.forward(b, cache);
+      // A dropout seed from the run's stream (never 0, which means "evaluating").
+      const uint64_t dropout_seed = c.dropout > 0 ? (random.next() | 1) : 0;
+      const float loss = net.forward(b, cache, dropout_seed);
       net.backward(b, cache);
       train::clip_gradients(params, o.clip);
       const double lr = train::learning_rate(done, total, warmup, o.lr);
@@ -223,7 +357,7 @@ train_result train_text_model(const train_options& o, const train_callbacks& cb)
       all_tokens += b.tokens();
       if (cb.on_step) {
         const double elapsed = seconds_since(start);
-        train_step_report r{epoch, o.epochs, step + 1, steps,
+        train_step_report r{epoch, epochs, step + 1, steps,
                             loss_sum / static_cast<double>(std::max<int64_t>(rows_sum, 1)), lr,
                             elapsed > 0 ? static_cast<double>(all_tokens) / elapsed : 0.0,
                             elapsed / static_cast<double>(done) * static_cast<double>(total - done)};
@@ -237,19 +371,35 @@ train_result train_text_model(const train_options& o, const train_callbacks& cb)
     }
     train_epoch_report r;
     r.epoch = epoch;
-    r.epochs = o.epochs;
+    r.epochs = epochs;
     r.loss = loss_sum / static_cast<double>(std::max<int64_t>(rows_sum, 1));
-    r.on_validation = !valid_data.empty();
+    r.on_validation = validating;
+    const double train_seconds = seconds_since(epoch_start);
     const train::scored_examples s =
-        train::score_examples(net, o.task, r.on_validation ? valid_data : train_data);
+        train::score_examples(net, o.task, validating ? valid_data : train_data);
     r.accuracy = s.accuracy;
     r.eval_loss = s.loss;
     r.n = s.n;
     r.seconds = seconds_since(epoch_start);
-    r.tokens_per_second = r.seconds > 0 ? static_cast<double>(epoch_tokens) / r.seconds : 0.0;
+    r.tokens_per_second = train_seconds > 0 ? static_cast<double>(epoch_tokens) / train_seconds : 0.0;
+    // Without validation data the last epoch is kept: nothing says an earlier one generalises
+    // better.
+    r.best = !validating || better(s, best_score);
+    if (r.best) {
+      best_score = s;
+      result.best_epoch = epoch;
+      if (validating && epoch < epochs) best_weights = snapshot(params);
+    }
     result.epochs.push_back(r);
     if (cb.on_epoch) cb.on_epoch(r);
+    if (validating && epoch - result.best_epoch >= o.patience && epoch < epochs) {
+      result.stopped_early = true;
+      break;
+    }
   }
+  // The best epoch's weights (already in place when it was the last one that ran).
+  if (!best_weights.empty() && result.best_epoch != result.epochs.back().epoch)
+    restore(params, best_weights);
   result.model = text_model(std::move(model));
   return result;
 }

@@ -57,23 +57,31 @@ TEST(train_layers, relu_gradient_matches_finite_differences_away_from_zero) {
 }
 
 TEST(train_layers, embedding_and_positions_gradients_sum_repeated_rows) {
+  // Ids 0-3 read the pre-trained table, 4-5 the new words' rows; repeats and padding.
   std::mt19937 rng(3);
-  const int64_t vocab = 6, e = 4, b = 2, l = 5;
-  const std::vector<int64_t> ids{0, 3, 3, 5, -1, 2, 0, -1, -1, -1};  // repeats and padding
-  vec table = random_values(vocab * e, rng), positions = random_values(l * e, rng);
+  const int64_t split = 4, extra_rows = 2, e = 4, b = 2, l = 5;
+  const std::vector<int64_t> ids{0, 3, 3, 5, -1, 2, 0, -1, 4, -1};
+  vec table = random_values(split * e, rng), extra = random_values(extra_rows * e, rng);
+  vec positions = random_values(l * e, rng);
   const vec r = random_values(b * l * e, rng);
   const auto loss = [&] {
     vec x(b * l * e);
-    attn::nn::embedding_forward(ids.data(), table.data(), x.data(), b * l, e);
+    attn::nn::embedding_forward(ids.data(), table.data(), split, extra.data(), x.data(), b * l, e);
     attn::nn::positional_forward(positions.data(), x.data(), b, l, e);
     return weighted_sum(x, r);
   };
-  vec dtable(table.size(), 0.0), dpositions(positions.size(), 0.0);
-  attn::nn::embedding_backward(ids.data(), r.data(), dtable.data(), b * l, e);
+  vec dtable(table.size(), 0.0), dextra(extra.size(), 0.0), dpositions(positions.size(), 0.0);
+  attn::nn::embedding_backward(ids.data(), r.data(), dtable.data(), split, dextra.data(), b * l, e);
   attn::nn::positional_backward(r.data(), dpositions.data(), b, l, e);
   expect_gradient(table, dtable, loss, "dtable");
+  expect_gradient(extra, dextra, loss, "dextra");
   expect_gradient(positions, dpositions, loss, "dpositions");
   for (int64_t j = 0; j < e; ++j) EXPECT_EQ(dtable[static_cast<size_t>(1 * e + j)], 0.0);
+  // A frozen table gets no gradient; the new words' rows still do.
+  vec dextra_only(extra.size(), 0.0);
+  attn::nn::embedding_backward(ids.data(), r.data(), static_cast<double*>(nullptr), split,
+                               dextra_only.data(), b * l, e);
+  EXPECT_EQ(dextra_only, dextra);
 }
 
 TEST(train_layers, masked_mean_gradient_matches_finite_differences) {

@@ -4,6 +4,7 @@
 // and bit-for-bit repeatability.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -13,6 +14,7 @@
 #include "attn/train.hpp"
 #include "attn/vectors.hpp"
 #include "gradient_check.hpp"
+#include "nn/dropout.hpp"
 #include "nn/network.hpp"
 #include "train/dataset.hpp"
 #include "train/optimizer.hpp"
@@ -29,7 +31,8 @@ using attn::testing::expect_gradient;
 attn::nn::batch random_batch(const network_shape& s, const std::vector<int64_t>& lengths,
                              attn::text_task task, std::mt19937& rng) {
   std::vector<attn::train::encoded_example> examples(lengths.size());
-  std::uniform_int_distribution<int64_t> id(0, s.vocabulary - 1), label(0, s.classes - 1);
+  std::uniform_int_distribution<int64_t> id(0, s.vocabulary + s.new_words - 1),
+      label(0, s.classes - 1);
   for (size_t i = 0; i < lengths.size(); ++i) {
     for (int64_t t = 0; t < lengths[i]; ++t) {
       examples[i].inputs.push_back(id(rng));
@@ -53,7 +56,7 @@ void randomise(network<T>& net, std::mt19937& rng) {
 }
 
 void check_model_gradients(const network_shape& shape, const std::vector<int64_t>& lengths,
-                           attn::text_task task, unsigned seed) {
+                           attn::text_task task, unsigned seed, uint64_t dropout_seed = 0) {
   std::mt19937 rng(seed);
   network<double> net(shape);
   randomise(net, rng);
@@ -61,11 +64,11 @@ void check_model_gradients(const network_shape& shape, const std::vector<int64_t
   ASSERT_FALSE(b.rows.empty());
   attn::nn::network_cache<double> cache;
   net.zero_grad();
-  net.forward(b, cache);
+  net.forward(b, cache, dropout_seed);
   net.backward(b, cache);
-  const auto loss = [&] {
+  const auto loss = [&] {  // the same seed draws the same dropout masks
     attn::nn::network_cache<double> c;
-    return net.forward(b, c);
+    return net.forward(b, c, dropout_seed);
   };
   for (auto* p : net.parameters()) {
     if (!p->trainable) {
@@ -88,6 +91,38 @@ TEST(train_model, classifier_gradients_match_finite_differences) {
   network_shape s{.vocabulary = 8, .embed = 6, .width = 9, .heads = 3, .hidden = 5, .classes = 3,
                   .positions = 0, .causal = false, .train_embeddings = false};
   check_model_gradients(s, {5, 2, 4}, attn::text_task::classify, 12);
+}
+
+TEST(train_model, encoder_layers_with_new_words_max_pool_and_dropout_match_finite_differences) {
+  // Two encoder layers (residuals, both layer norms, the feed-forward part), a frozen table with
+  // learned rows for new words, positions, mean+max pooling and dropout drawn from a fixed seed.
+  network_shape s{.vocabulary = 7, .new_words = 3, .embed = 6, .width = 6, .heads = 2,
+                  .layers = 2, .feedforward = 5, .pool = attn::nn::pool_kind::mean_max,
+                  .hidden = 4, .classes = 3, .positions = 5, .causal = false,
+                  .train_embeddings = false, .dropout = 0.3};
+  check_model_gradients(s, {5, 2, 4}, attn::text_task::classify, 13, 0x5eedULL);
+}
+
+TEST(train_model, causal_encoder_layer_with_max_pool_matches_finite_differences) {
+  // Next-word: every prefix max-pooled, one encoder layer, learned embeddings.
+  network_shape s{.vocabulary = 9, .new_words = 0, .embed = 6, .width = 6, .heads = 3,
+                  .layers = 1, .feedforward = 7, .pool = attn::nn::pool_kind::max, .hidden = 5,
+                  .classes = 4, .positions = 0, .causal = true, .train_embeddings = true};
+  check_model_gradients(s, {6, 3, 1, 4}, attn::text_task::next_word, 14);
+}
+
+TEST(train_model, dropout_masks_repeat_for_a_seed_and_drop_about_p) {
+  std::vector<float> a(100000), b(a.size()), c(a.size());
+  attn::nn::dropout_mask(42, 0.25, a.data(), static_cast<int64_t>(a.size()));
+  attn::nn::dropout_mask(42, 0.25, b.data(), static_cast<int64_t>(b.size()));
+  attn::nn::dropout_mask(43, 0.25, c.data(), static_cast<int64_t>(c.size()));
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  const auto dropped = std::count(a.begin(), a.end(), 0.0f);
+  // Binomial(100000, 0.25): standard deviation 137, so ±1000 is over 7 of them.
+  EXPECT_NEAR(static_cast<double>(dropped), 25000.0, 1000.0);
+  for (float m : a) EXPECT_TRUE(m == 0.0f || m == 1.0f / 0.75f);
+  // Evaluation (seed 0) never drops: the same batch gives the same logits twice.
 }
 
 // float32 gradients (sgemm, attn's fused sdpa forward and backward) against the float64
@@ -119,6 +154,16 @@ TEST(train_model, float32_gradients_match_float64_on_odd_shapes) {
         .positions = 0, .causal = false, .train_embeddings = true},
        {130, 129, 2},
        attn::text_task::classify},
+      {{.vocabulary = 30, .new_words = 5, .embed = 15, .width = 15, .heads = 3, .layers = 2,
+        .feedforward = 19, .pool = attn::nn::pool_kind::mean_max, .hidden = 9, .classes = 3,
+        .positions = 0, .causal = false, .train_embeddings = false},
+       {3, 35, 1, 34, 20},
+       attn::text_task::classify},
+      {{.vocabulary = 30, .embed = 22, .width = 22, .heads = 2, .layers = 1, .feedforward = 13,
+        .pool = attn::nn::pool_kind::max, .hidden = 9, .classes = 5, .positions = 37,
+        .causal = true, .train_embeddings = true},
+       {37, 33, 5},
+       attn::text_task::next_word},
   };
   unsigned seed = 20;
   for (const config& c : configs) {

@@ -1,0 +1,39 @@
+// Dropout masks from a counter-based hash (see dropout.hpp).
+#include "nn/dropout.hpp"
+
+namespace attn::nn {
+
+namespace {
+
+// splitmix64's finaliser: a bijection of 64 bits whose outputs pass as independent uniforms for
+// consecutive inputs.
+uint64_t mix(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+template <class T>
+void dropout_mask(uint64_t seed, double p, T* mask, int64_t n) {
+  const T keep = static_cast<T>(1.0 / (1.0 - p));
+  const uint64_t base = mix(seed);
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = static_cast<double>(mix(base ^ static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
+    mask[i] = u < p ? T(0) : keep;
+  }
+}
+
+template <class T>
+void dropout_apply(const T* mask, T* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= mask[i];
+}
+
+template void dropout_mask<float>(uint64_t, double, float*, int64_t);
+template void dropout_mask<double>(uint64_t, double, double*, int64_t);
+template void dropout_apply<float>(const float*, float*, int64_t);
+template void dropout_apply<double>(const double*, double*, int64_t);
+
+}  // namespace attn::nn

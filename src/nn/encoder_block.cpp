@@ -1,0 +1,84 @@
+// The Transformer encoder layer's forward and backward passes (see encoder_block.hpp).
+#include "nn/encoder_block.hpp"
+
+#include <cstddef>
+
+#include "nn/layer_norm.hpp"
+#include "nn/linear_layer.hpp"
+
+namespace attn::nn {
+
+template <class T>
+void encoder_block_forward(const T* x, const encoder_block_weights<T>& w, T* y,
+                           encoder_block_cache<T>& c, const encoder_block_shape& s,
+                           const attention_mask_spec& mask) {
+  const int64_t n = s.attention.batch * s.attention.length, e = s.attention.width;
+  const int64_t f = s.feedforward;
+  const auto size = static_cast<std::size_t>(n * e);
+  // sum1 = x + attention(x); h = LayerNorm₁(sum1)
+  c.sum1.resize(size);
+  self_attention_forward(x, w.attention, c.sum1.data(), c.attention, s.attention, mask);
+  for (std::size_t i = 0; i < size; ++i) c.sum1[i] += x[i];
+  c.h.resize(size);
+  c.mean1.resize(static_cast<std::size_t>(n));
+  c.rstd1.resize(static_cast<std::size_t>(n));
+  layer_norm_forward(c.sum1.data(), w.norm1_weight, w.norm1_bias, c.h.data(), c.mean1.data(),
+                     c.rstd1.data(), n, e);
+  // sum2 = h + W₂·relu(W₁·h + b₁) + b₂; y = LayerNorm₂(sum2)
+  c.pre.resize(static_cast<std::size_t>(n * f));
+  c.act.resize(c.pre.size());
+  linear_forward(c.h.data(), w.linear1_weight, w.linear1_bias, c.pre.data(), n, e, f);
+  relu_forward(c.pre.data(), c.act.data(), n * f);
+  c.sum2.resize(size);
+  linear_forward(c.act.data(), w.linear2_weight, w.linear2_bias, c.sum2.data(), n, f, e);
+  for (std::size_t i = 0; i < size; ++i) c.sum2[i] += c.h[i];
+  c.mean2.resize(static_cast<std::size_t>(n));
+  c.rstd2.resize(static_cast<std::size_t>(n));
+  layer_norm_forward(c.sum2.data(), w.norm2_weight, w.norm2_bias, y, c.mean2.data(),
+                     c.rstd2.data(), n, e);
+}
+
+template <class T>
+void encoder_block_backward(const T* dy, const T* x, const encoder_block_weights<T>& w,
+                            const encoder_block_cache<T>& c, T* dx,
+                            const encoder_block_grads<T>& g, const encoder_block_shape& s,
+                            const attention_mask_spec& mask) {
+  const int64_t n = s.attention.batch * s.attention.length, e = s.attention.width;
+  const int64_t f = s.feedforward;
+  const auto size = static_cast<std::size_t>(n * e);
+  // y = LayerNorm₂(sum2)
+  std::vector<T> dsum2(size, T(0));
+  layer_norm_backward(dy, c.sum2.data(), w.norm2_weight, c.mean2.data(), c.rstd2.data(),
+                      dsum2.data(), g.dnorm2_weight, g.dnorm2_bias, n, e);
+  // sum2 = h + act·W₂ᵀ + b₂: h gets dsum2 directly and through the feed-forward part
+  std::vector<T> dh(dsum2), dact(static_cast<std::size_t>(n * f), T(0)), dpre(dact.size(), T(0));
+  linear_backward(dsum2.data(), c.act.data(), w.linear2_weight, dact.data(), g.dlinear2_weight,
+                  g.dlinear2_bias, n, f, e);
+  relu_backward(dact.data(), c.pre.data(), dpre.data(), n * f);  // act = relu(pre)
+  linear_backward(dpre.data(), c.h.data(), w.linear1_weight, dh.data(), g.dlinear1_weight,
+                  g.dlinear1_bias, n, e, f);                     // pre = h·W₁ᵀ + b₁
+  // h = LayerNorm₁(sum1)
+  std::vector<T> dsum1(size, T(0));
+  layer_norm_backward(dh.data(), c.sum1.data(), w.norm1_weight, c.mean1.data(), c.rstd1.data(),
+                      dsum1.data(), g.dnorm1_weight, g.dnorm1_bias, n, e);
+  // sum1 = x + attention(x)
+  self_attention_backward(dsum1.data(), x, w.attention, c.attention, dx, g.attention,
+                          s.attention, mask);
+  if (dx != nullptr)
+    for (std::size_t i = 0; i < size; ++i) dx[i] += dsum1[i];
+}
+
+#define ATTN_INSTANTIATE(T)                                                                     \
+  template void encoder_block_forward<T>(const T*, const encoder_block_weights<T>&, T*,        \
+                                         encoder_block_cache<T>&, const encoder_block_shape&,  \
+                                         const attention_mask_spec&);                          \
+  template void encoder_block_backward<T>(const T*, const T*, const encoder_block_weights<T>&, \
+                                          const encoder_block_cache<T>&, T*,                   \
+                                          const encoder_block_grads<T>&,                       \
+                                          const encoder_block_shape&,                          \
+                                          const attention_mask_spec&);
+ATTN_INSTANTIATE(float)
+ATTN_INSTANTIATE(double)
+#undef ATTN_INSTANTIATE
+
+}  // namespace attn::nn
