@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -262,14 +263,13 @@ TEST(train_rng, fixed_sequence_for_a_seed) {
 
 std::string data_file(const std::string& name) { return std::string(ATTN_TEST_DATA) + "/" + name; }
 
-// Seed 003: "not like" → "hate" after training on its four lines.
+// Seed 003: "not like" → "hate" after training on its four lines, with the default options.
 TEST(train_text, seed_003_toy_learns_not_like_hate) {
   const attn::vectors glove = attn::vectors::load_default();
   attn::train_options o;
   o.task = attn::text_task::next_word;
   o.data = data_file("seed003_toy.txt");
   o.word_vectors = &glove;
-  o.epochs = 100;
   const attn::train_result r = attn::train_text_model(o);
   const attn::text_model model = attn::text_model::decode(r.model.encode(), "toy");
   EXPECT_EQ(model.predict("not like", 3).top.front().label, "hate");
@@ -313,6 +313,57 @@ TEST(train_text, negation_task_generalises_to_unseen_templates) {
   EXPECT_DOUBLE_EQ(e.accuracy, r.epochs.back().accuracy);
   EXPECT_EQ(r.model.predict("the movie was not good", 2).top.front().label, "negative");
   EXPECT_EQ(r.model.predict("the movie was not bad", 2).top.front().label, "positive");
+}
+
+// Early stopping keeps the best epoch: validated on the negation sentences with every label
+// flipped, the model gets worse on them the better it learns, so the first epoch scores best,
+// training stops `patience` epochs later, and the model holds the first epoch's weights.
+TEST(train_text, early_stopping_keeps_the_best_epoch_not_the_last) {
+  const std::string flipped = ::testing::TempDir() + "negation_flipped.tsv";
+  {
+    std::ifstream in(data_file("negation_heldout.tsv"));
+    std::ofstream out(flipped);
+    std::string line;
+    while (std::getline(in, line)) {
+      const bool positive = line.rfind("positive\t", 0) == 0;
+      out << (positive ? "negative" : "positive") << line.substr(line.find('\t')) << "\n";
+    }
+  }
+  const attn::vectors glove = attn::vectors::load_default();
+  attn::train_options o;
+  o.task = attn::text_task::classify;
+  o.data = data_file("negation_train.tsv");
+  o.valid = flipped;
+  o.word_vectors = &glove;
+  o.epochs = 20;
+  o.patience = 2;
+  const attn::train_result r = attn::train_text_model(o);
+  ASSERT_GE(r.epochs.size(), 3u);
+  EXPECT_TRUE(r.stopped_early);
+  EXPECT_LT(r.epochs.size(), 20u);
+  EXPECT_EQ(r.epochs.size(), static_cast<size_t>(r.best_epoch + o.patience));
+  // The kept weights score what the best epoch scored, not what the last one did.
+  const attn::train_epoch_report& best = r.epochs[static_cast<size_t>(r.best_epoch - 1)];
+  EXPECT_TRUE(best.best);
+  const attn::evaluation e = r.model.evaluate(flipped);
+  EXPECT_DOUBLE_EQ(e.accuracy, best.accuracy);
+  EXPECT_NEAR(e.loss, best.eval_loss, 1e-9 * (1 + best.eval_loss));
+  EXPECT_GT(e.accuracy, r.epochs.back().accuracy);
+}
+
+// Without --valid, a share of the training lines is held out, chosen by the seed.
+TEST(train_text, validation_split_is_held_out_from_the_training_lines) {
+  const attn::vectors glove = attn::vectors::load_default();
+  attn::train_options o;
+  o.task = attn::text_task::classify;
+  o.data = data_file("negation_train.tsv");  // 960 lines
+  o.word_vectors = &glove;
+  o.epochs = 2;
+  const attn::train_result r = attn::train_text_model(o);
+  EXPECT_EQ(r.valid.lines, 96);
+  EXPECT_EQ(r.train.lines, 960 - 96);
+  EXPECT_TRUE(r.epochs.front().on_validation);
+  EXPECT_EQ(r.epochs.front().n, 96);
 }
 
 }  // namespace
