@@ -101,3 +101,72 @@ def test_heatmap_of_a_model_shows_the_attention_pytorch_computes(attn, next_word
         h, i, j = (int(cell.attrib[f"data-{a}"]) for a in ("head", "row", "col"))
         got = float(cell.find(svg + "title").text.rsplit(": ", 1)[1])
         assert abs(got - want[h, i, j].item()) < 1e-5, (h, i, j, got, want[h, i, j].item())
+
+
+def torch_encoder_probabilities(t, config, ids):
+    """The classifier with encoder layers, rebuilt from the file with PyTorch's own
+    nn.TransformerEncoderLayer (post-norm, ReLU, eval mode: no dropout), the pooling and the
+    head."""
+    table = torch.cat([t["embedding.weight"], t["embedding.new_words"]])
+    x = table[ids].unsqueeze(0)  # [1, L, E]
+    e, heads = config["dim"], config["heads"]
+    for i in range(config["layers"]):
+        layer = torch.nn.TransformerEncoderLayer(e, heads, dim_feedforward=config["feedforward"],
+                                                 dropout=0.0, batch_first=True).double().eval()
+        p = f"layers.{i}."
+        a = p + "attention."
+        with torch.no_grad():
+            layer.self_attn.in_proj_weight.copy_(torch.cat(
+                [t[a + "q_proj_weight"], t[a + "k_proj_weight"], t[a + "v_proj_weight"]]))
+            layer.self_attn.in_proj_bias.copy_(torch.cat(
+                [t[a + "q_proj_bias"], t[a + "k_proj_bias"], t[a + "v_proj_bias"]]))
+            layer.self_attn.out_proj.weight.copy_(t[a + "out_proj.weight"])
+            layer.self_attn.out_proj.bias.copy_(t[a + "out_proj.bias"])
+            for name in ["norm1", "norm2", "linear1", "linear2"]:
+                getattr(layer, name).weight.copy_(t[p + name + ".weight"])
+                getattr(layer, name).bias.copy_(t[p + name + ".bias"])
+            x = layer(x)
+    y = x[0]
+    pooled = {"mean": y.mean(0), "max": y.max(0).values,
+              "mean+max": torch.cat([y.mean(0), y.max(0).values])}[config["pool"]]
+    hidden = F.relu(F.linear(pooled, t["head.0.weight"], t["head.0.bias"]))
+    return F.linear(hidden, t["head.2.weight"], t["head.2.bias"]).softmax(-1)
+
+
+def test_encoder_layers_and_new_words_mean_what_pytorch_means(attn, tmp_path):
+    # Small pre-trained vectors that lack "n't": the model learns a row for it; two encoder
+    # layers, mean+max pooling, dropout while training.
+    rng = np.random.default_rng(0)
+    words = ["the", "movie", "film", "was", "is", "good", "bad", "great", "awful", "plot"]
+    vectors = tmp_path / "small.txt"
+    vectors.write_text("".join(w + " " + " ".join(f"{v:.4f}" for v in rng.normal(size=8)) + "\n"
+                               for w in words))
+    data = tmp_path / "train.tsv"
+    lines = []
+    for noun in ["movie", "film", "plot"]:
+        for verb in ["was", "is"]:
+            for adj, good in [("good", 1), ("bad", 0), ("great", 1), ("awful", 0)]:
+                for neg in [0, 1]:
+                    label = "pos" if good != neg else "neg"
+                    clitic = "n't" if neg else ""
+                    lines.append(f"{label}\tthe {noun} {verb}{clitic} {adj}\n")
+    data.write_text("".join(lines))
+    model = tmp_path / "m.safetensors"
+    r = attn("train", "--task", "classify", "--data", data, "--vectors", vectors, "--layers", "2",
+             "--heads", "2", "--feedforward", "12", "--hidden", "6", "--pool", "mean+max",
+             "--dropout", "0.1", "--epochs", "5", "-o", model)
+    assert r.code == 0, r.err
+    t, meta = read_safetensors(model)
+    config = json.loads(meta["config"])
+    assert config["layers"] == 2 and config["pool"] == "mean+max"
+    vocab = json.loads(meta["input_words"]) + json.loads(meta["new_words"])
+    assert "n't" in json.loads(meta["new_words"])
+    outputs = json.loads(meta["outputs"])
+    for text in ["the movie wasn't good", "the plot is awful", "the film isn't great"]:
+        tokens = text.replace("n't", " n't").split()
+        want = torch_encoder_probabilities(t, config, [vocab.index(w) for w in tokens])
+        r = attn("predict", "--model", model, "--top", str(len(outputs)), text)
+        assert r.code == 0, r.err
+        got = {w: float(p) for w, p in (line.split() for line in r.out.splitlines()[1:])}
+        for i, label in enumerate(outputs):
+            assert abs(got[label] - want[i].item()) < 6e-5, (text, label, got, want)
