@@ -71,9 +71,7 @@ void run(const train_args& args) {
   o.min_count = args.min_count;
   o.layers = args.layers;
   o.feedforward = args.feedforward;
-  if (args.pool != "mean" && args.pool != "max" && args.pool != "mean+max")
-    throw_usage(fmt::format("--pool '{}': expected mean, max or mean+max", args.pool));
-  o.pool = args.pool == "mean" ? pooling::mean : args.pool == "max" ? pooling::max : pooling::mean_max;
+  o.pool = parse_pooling(args.pool);
   o.dropout = args.dropout;
   o.patience = args.patience;
   o.epochs = args.epochs;
@@ -100,6 +98,9 @@ void run(const train_args& args) {
   }
   report_data("trained on", result.train);
   if (!result.valid.source.empty()) report_data("validated on", result.valid);
+  if (result.left_out > 0)
+    fmt::print(stderr, "  {} training lines inside held-out lines left out (their labels would "
+                       "leak)\n", result.left_out);
   else
     fmt::print(stderr, "no validation: {} lines are too few to hold some out (the last epoch is "
                        "kept)\n", result.train.lines);
@@ -174,7 +175,7 @@ void add_train_command(CLI::App& app) {
   sub->add_option("--feedforward", args->feedforward,
                   "Encoder layers' feed-forward width (default: twice --dim)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--pool", args->pool, "How token vectors become one: mean, max or mean+max");
+  sub->add_option("--pool", args->pool, "How token vectors become one: mean, max, mean+max or attention (a learned query's weights)");
   sub->add_option("--dropout", args->dropout, "Dropout on the embeddings and the pooled vector")
       ->check(CLI::Range(0.0, 0.95));
   sub->add_option("--lr", args->lr, "Peak learning rate (default 0.003)")

@@ -37,8 +37,10 @@ enum class pooling {
   mean,      // the seeds' choice: every token counts the same
   max,       // feature by feature, the largest value over the tokens
   mean_max,  // both, side by side (twice the width)
+  attention, // a learned query's softmax weights over the tokens (starts as the mean)
 };
-std::string pooling_name(pooling p);  // "mean", "max", "mean+max"
+std::string pooling_name(pooling p);  // "mean", "max", "mean+max", "attention"
+pooling parse_pooling(const std::string& name);  // a usage error names the choices
 
 struct text_model_config {
   text_task task = text_task::next_word;

@@ -89,6 +89,7 @@ struct train_result {
   text_model model;
   data_summary train, valid;
   std::vector<train_epoch_report> epochs;
+  int64_t left_out = 0;        // training lines inside a held-out line (see trainer.cpp)
   int64_t planned_epochs = 0;  // the budget (options.epochs, or the automatic one)
   int64_t best_epoch = 0;      // the epoch whose weights the model holds
   bool stopped_early = false;  // no better validation score for `patience` epochs

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "nn/attention_pool.hpp"
 #include "nn/cross_entropy.hpp"
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
@@ -103,6 +104,7 @@ network<T>::network(const network_shape& s) : shape_(s) {
     l.norm2_bias = make<T>(prefix + "norm2.bias", {e}, false);
     layers.push_back(std::move(l));
   }
+  pool_query = make<T>("pool.query", {s.pool == pool_kind::attention ? e : 0}, false);
   w1 = make<T>("head.0.weight", {s.hidden, s.pooled()}, true);
   b1 = make<T>("head.0.bias", {s.hidden}, false);
   w2 = make<T>("head.2.weight", {s.classes, s.hidden}, true);
@@ -121,6 +123,7 @@ std::vector<parameter<T>*> network<T>::parameters() {
                             &l.linear2_weight, &l.linear2_bias, &l.norm2_weight, &l.norm2_bias})
       all.push_back(p);
   }
+  if (shape_.pool == pool_kind::attention) all.push_back(&pool_query);
   for (parameter<T>* p : {&w1, &b1, &w2, &b2}) all.push_back(p);
   return all;
 }
@@ -193,15 +196,20 @@ T network<T>::forward(const batch& b, network_cache<T>& c, uint64_t dropout_seed
       in = out;
     }
   }
-  // y → pooled [R, P]: the mean, the max, or both side by side
+  // y → pooled [R, P]: the mean, the max, both side by side, or attention-weighted
   const int64_t p = s.pooled();
   c.pooled.resize(static_cast<size_t>(rows * p));
   std::vector<T> part(s.pool == pool_kind::mean_max ? static_cast<size_t>(rows * s.width) : 0);
-  if (s.pool != pool_kind::max) {
+  if (s.pool == pool_kind::attention) {
+    c.pool_weights.resize(static_cast<size_t>(rows * b.length));
+    attention_pool_forward(c.y.data(), pool_query.value.data(), b.rows.data(), c.pooled.data(),
+                           c.pool_weights.data(), rows, b.length, s.width);
+  }
+  if (s.pool == pool_kind::mean || s.pool == pool_kind::mean_max) {
     T* mean = s.pool == pool_kind::mean ? c.pooled.data() : part.data();
     mean_pool_forward(c.y.data(), b.rows.data(), mean, rows, b.length, s.width);
   }
-  if (s.pool != pool_kind::mean) {
+  if (s.pool == pool_kind::max || s.pool == pool_kind::mean_max) {
     c.argmax.resize(static_cast<size_t>(rows * s.width));
     std::vector<T> max(s.pool == pool_kind::max ? 0 : part.size());
     max_pool_forward(c.y.data(), b.rows.data(), s.pool == pool_kind::max ? c.pooled.data() : max.data(),
@@ -254,6 +262,10 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
   std::vector<T> dy(c.y.size(), T(0));
   if (s.pool == pool_kind::mean) {
     mean_pool_backward(dpooled.data(), b.rows.data(), dy.data(), rows, b.length, s.width);
+  } else if (s.pool == pool_kind::attention) {
+    attention_pool_backward(dpooled.data(), c.y.data(), pool_query.value.data(), b.rows.data(),
+                            c.pool_weights.data(), dy.data(), pool_query.grad.data(), rows,
+                            b.length, s.width);
   } else if (s.pool == pool_kind::max) {
     max_pool_backward(dpooled.data(), b.rows.data(), c.argmax.data(), dy.data(), rows, b.length,
                       s.width);

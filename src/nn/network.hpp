@@ -3,7 +3,7 @@
 //   layers = 0: the seeds' multi-head self-attention [B, L, E] (no residual, norm or
 //               feed-forward: the layer of seed 003, and the reference in the tests)
 //   layers = N: N Transformer encoder layers (encoder_block.hpp) [B, L, E]
-// → pooled over tokens (mean, max, or both side by side) [R, P] → dropout → linear → ReLU →
+// → pooled over tokens (mean, max, both side by side, or attention pooling) [R, P] → dropout → linear → ReLU →
 // linear → logits [R, C] → softmax cross-entropy. A classifier pools each sentence once (R = B);
 // the next-word model runs causal attention and pools every prefix, so one pass trains every
 // prefix of every line. Templated on the scalar: float trains, double is the specification for
@@ -21,7 +21,7 @@
 
 namespace attn::nn {
 
-enum class pool_kind { mean, max, mean_max };
+enum class pool_kind { mean, max, mean_max, attention };
 
 struct network_shape {
   int64_t vocabulary = 0;  // rows of the (pre-trained or learned) embedding table
@@ -86,6 +86,7 @@ struct network_cache {
   std::vector<T> y;                 // the last attention block's output [B, L, E]
   std::vector<T> pooled;            // [R, P] (after dropout)
   std::vector<int64_t> argmax;      // max pooling: the token of each maximum [R, E]
+  std::vector<T> pool_weights;      // attention pooling: each row's weights over tokens [R, L]
   std::vector<T> drop_x, drop_pooled;  // dropout masks (empty: no dropout)
   std::vector<T> pre, hidden;       // the MLP's hidden layer before and after ReLU [R, hidden]
   std::vector<T> logits;            // [R, C]
@@ -117,6 +118,7 @@ class network {
   parameter<T> embedding, new_words, position;
   attention_parameters<T> attention;            // layers = 0
   std::vector<encoder_parameters<T>> layers;    // layers = N
+  parameter<T> pool_query;                      // attention pooling's u [E]
   parameter<T> w1, b1, w2, b2;                  // the MLP head
 
  private:

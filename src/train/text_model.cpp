@@ -125,9 +125,9 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
     c.feedforward = j.value("feedforward", int64_t{0});
     c.dropout = j.value("dropout", 0.0);
     const std::string pool = j.value("pool", std::string("mean"));
-    if (pool != "mean" && pool != "max" && pool != "mean+max")
+    if (pool != "mean" && pool != "max" && pool != "mean+max" && pool != "attention")
       throw std::runtime_error("unknown pooling " + pool);
-    c.pool = pool == "mean" ? pooling::mean : pool == "max" ? pooling::max : pooling::mean_max;
+    c.pool = parse_pooling(pool);
     outputs = nlohmann::json::parse(meta("outputs")).get<std::vector<std::string>>();
     if (c.embeddings == embedding_source::stored)
       input_words = nlohmann::json::parse(meta("input_words")).get<std::vector<std::string>>();
@@ -305,7 +305,8 @@ nn::network_shape network_shape_for(const text_model_config& c, int64_t vocabula
   s.layers = c.layers;
   s.feedforward = c.feedforward;
   s.pool = c.pool == pooling::mean ? nn::pool_kind::mean
-           : c.pool == pooling::max ? nn::pool_kind::max : nn::pool_kind::mean_max;
+           : c.pool == pooling::max ? nn::pool_kind::max
+           : c.pool == pooling::mean_max ? nn::pool_kind::mean_max : nn::pool_kind::attention;
   s.dropout = c.dropout;
   s.hidden = c.hidden;
   s.classes = classes;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
@@ -59,21 +60,74 @@ bool uses_default_vectors(const train_options& o) {
          !o.finetune_embeddings;
 }
 
-// Without a validation file, a share of the training lines (chosen by the seed) is held out,
-// when there are enough lines to spare; the rest trains. Returns the held-out lines.
-std::vector<text_example> hold_out(std::vector<text_example>& lines, const train_options& o) {
+// Token sequences as hashes (FNV-1a over the tokens, with a separator), to find the lines that
+// are contained in others without storing every span.
+uint64_t span_hash(const std::vector<std::string>& tokens, size_t begin, size_t end) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = begin; i < end; ++i) {
+    for (unsigned char ch : tokens[i]) h = (h ^ ch) * 0x100000001b3ULL;
+    h = (h ^ 0x1fU) * 0x100000001b3ULL;
+  }
+  return h;
+}
+
+// Without a validation file, a share of the training lines (chosen by the seed) is held out when
+// there are enough lines to spare; the rest trains. Returns the held-out lines and counts in
+// `dropped` the training lines left out because a held-out line contains them.
+//
+// Some corpora label the phrases of their sentences too (SST-2: a sentence, then its parts,
+// each a line). A held-out sentence whose phrases stay in training would be scored on what the
+// model was shown, and early stopping would chase memorisation. So the held-out lines are drawn
+// from the lines that no other line contains, and the training lines inside a held-out line
+// are left out. In a corpus without such lines this is a plain random split.
+std::vector<text_example> hold_out(std::vector<text_example>& lines, const train_options& o,
+                                   int64_t& dropped) {
+  dropped = 0;
   const auto n = static_cast<int64_t>(lines.size());
   if (n < o.valid_min_lines) return {};
-  const int64_t take =
-      std::min(max_valid_lines, std::max<int64_t>(1, std::llround(o.valid_share * static_cast<double>(n))));
-  std::vector<size_t> order(lines.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::unordered_map<uint64_t, std::vector<size_t>> by_hash;  // a whole line → its indices
+  for (size_t i = 0; i < lines.size(); ++i)
+    by_hash[span_hash(lines[i].tokens, 0, lines[i].tokens.size())].push_back(i);
+  // A line is contained when it is a proper span of another (hash equality, then the tokens).
+  std::vector<bool> contained(lines.size(), false);
+  const auto visit_spans = [&](size_t i, auto&& found) {
+    const std::vector<std::string>& t = lines[i].tokens;
+    for (size_t b = 0; b < t.size(); ++b)
+      for (size_t e = b + 1; e <= t.size(); ++e) {
+        if (e - b == t.size()) continue;
+        auto it = by_hash.find(span_hash(t, b, e));
+        if (it == by_hash.end()) continue;
+        for (size_t j : it->second)
+          if (lines[j].tokens.size() == e - b &&
+              std::equal(t.begin() + static_cast<std::ptrdiff_t>(b),
+                         t.begin() + static_cast<std::ptrdiff_t>(e), lines[j].tokens.begin()))
+            found(j);
+      }
+  };
+  for (size_t i = 0; i < lines.size(); ++i) visit_spans(i, [&](size_t j) { contained[j] = true; });
+  std::vector<size_t> candidates;
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (!contained[i] && !lines[i].tokens.empty()) candidates.push_back(i);
+  const auto share = static_cast<int64_t>(std::llround(o.valid_share * static_cast<double>(candidates.size())));
+  const int64_t take = std::min(max_valid_lines, share);
+  if (take < 1) return {};
   train::rng r(o.seed ^ 0x76616c6964ULL);  // its own stream: the split does not move the weights
-  r.shuffle(order);
-  std::vector<bool> held(lines.size(), false);
-  for (int64_t i = 0; i < take; ++i) held[order[static_cast<size_t>(i)]] = true;
+  r.shuffle(candidates);
+  // 0: trains; 1: held out; 2: inside a held-out line (or the same text), left out
+  std::vector<int> role(lines.size(), 0);
+  for (int64_t k = 0; k < take; ++k) role[candidates[static_cast<size_t>(k)]] = 1;
+  for (int64_t k = 0; k < take; ++k) {
+    const size_t i = candidates[static_cast<size_t>(k)];
+    visit_spans(i, [&](size_t j) { if (role[j] == 0) role[j] = 2; });
+    for (size_t j : by_hash[span_hash(lines[i].tokens, 0, lines[i].tokens.size())])
+      if (role[j] == 0 && lines[j].tokens == lines[i].tokens) role[j] = 2;
+  }
   std::vector<text_example> keep, valid;
-  for (size_t i = 0; i < lines.size(); ++i) (held[i] ? valid : keep).push_back(std::move(lines[i]));
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (role[i] == 1) valid.push_back(std::move(lines[i]));
+    else if (role[i] == 0) keep.push_back(std::move(lines[i]));
+    else ++dropped;
+  }
   lines = std::move(keep);
   return valid;
 }
@@ -241,7 +295,19 @@ void restore(const std::vector<nn::parameter<float>*>& params,
 }  // namespace
 
 std::string pooling_name(pooling p) {
-  return p == pooling::mean ? "mean" : p == pooling::max ? "max" : "mean+max";
+  switch (p) {
+    case pooling::mean: return "mean";
+    case pooling::max: return "max";
+    case pooling::mean_max: return "mean+max";
+    case pooling::attention: return "attention";
+  }
+  return "mean";
+}
+
+pooling parse_pooling(const std::string& name) {
+  for (pooling p : {pooling::mean, pooling::max, pooling::mean_max, pooling::attention})
+    if (pooling_name(p) == name) return p;
+  throw_usage(fmt::format("--pool '{}': expected mean, max, mean+max or attention", name));
 }
 
 train_result train_text_model(const train_options& o, const train_callbacks& cb) {
@@ -254,7 +320,9 @@ train_result train_text_model(const train_options& o, const train_callbacks& cb)
     valid_set = train::read_examples(o.valid, o.task);
     result.valid.source = o.valid;
   } else {
-    valid_set = hold_out(train_set, o);
+    int64_t dropped = 0;
+    valid_set = hold_out(train_set, o, dropped);
+    result.left_out = dropped;
     if (!valid_set.empty())
       result.valid.source = fmt::format("{} lines held out from {}", valid_set.size(), o.data);
   }

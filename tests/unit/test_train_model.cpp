@@ -112,6 +112,19 @@ TEST(train_model, causal_encoder_layer_with_max_pool_matches_finite_differences)
   check_model_gradients(s, {6, 3, 1, 4}, attn::text_task::next_word, 14);
 }
 
+TEST(train_model, attention_pooling_matches_finite_differences) {
+  // The classifier (padded sentences) and the next-word model (every prefix) pooled by a
+  // learned query's softmax weights.
+  network_shape s{.vocabulary = 9, .new_words = 2, .embed = 6, .width = 6, .heads = 2,
+                  .layers = 1, .feedforward = 5, .pool = attn::nn::pool_kind::attention,
+                  .hidden = 4, .classes = 3, .positions = 0, .causal = false,
+                  .train_embeddings = true};
+  check_model_gradients(s, {5, 2, 4}, attn::text_task::classify, 15);
+  s.causal = true;
+  s.layers = 0;
+  check_model_gradients(s, {6, 3, 1, 4}, attn::text_task::next_word, 16);
+}
+
 TEST(train_model, dropout_masks_repeat_for_a_seed_and_drop_about_p) {
   std::vector<float> a(100000), b(a.size()), c(a.size());
   attn::nn::dropout_mask(42, 0.25, a.data(), static_cast<int64_t>(a.size()));
