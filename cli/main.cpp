@@ -16,7 +16,8 @@ namespace {
 const std::map<std::string, std::string> synopses = {
     {"embed",
      "attn embed [--vectors PATH] [--scale sqrt|none|NUMBER] [--format text|json|csv|npy] "
-     "[-o FILE] [--strict] TEXT | --batch FILE"},
+     "[-o FILE] [--strict] TEXT | --batch FILE\n       attn embed --model MODEL "
+     "[--format text|json|csv|npy] [-o FILE] [--strict] TEXT | --batch FILE"},
     {"explain",
      "attn explain [--vectors PATH] [--scale sqrt|none|NUMBER] [--color auto|always|never] "
      "[--html] [-o FILE] TEXT"},
