@@ -24,7 +24,7 @@ const std::map<std::string, std::string> synopses = {
     {"heatmap",
      "attn heatmap [--vectors PATH | --model MODEL] [--head all|N] [--scale sqrt|none|NUMBER] "
      "TEXT -o FILE.svg|FILE.html"},
-    {"neighbors", "attn neighbors [--vectors PATH] [--top K] --word W TEXT"},
+    {"neighbors", "attn neighbors [--vectors PATH | --model MODEL] [--top K] --word W TEXT"},
     {"mha",
      "attn mha --weights W.safetensors --heads H --query Q.npy [--key K.npy --value V.npy] "
      "[--causal] [--key-padding-mask M.npy] [--attn-mask M.npy] -o OUT.npy "

@@ -1,10 +1,11 @@
-"""attn embed --model: a trained model's contextual embeddings (the
+"""attn embed --model and attn neighbors --model: a trained model's contextual embeddings (the
 output of its last attention block per token, before pooling) in every output format, --batch,
 unknown words, causality, and the errors of the CLI contract. The models are trained here, from
 tests/data only."""
 import csv
 import io
 import json
+import math
 import os
 import struct
 
@@ -214,3 +215,77 @@ def test_strict_batch_stops_at_the_line_and_writes_nothing(attn, models, tmp_pat
                                  "out, line 2")
     assert out.read_text() == "previous"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lines.txt", "out.json"]
+
+
+# ---- neighbors --model ----
+
+def cosine(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(a @ b / math.sqrt((a @ a) * (b @ b)))
+
+
+def test_neighbors_compares_the_contextual_vector_with_words_alone(attn, models):
+    model, text = models["classify"], "the movie was not good"
+    r = attn("neighbors", "--model", model, "--top", "4", "--word", "good", text)
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    assert lines[0] == f'"good" in: {text}'
+    assert lines[1].startswith(f"model: {model} (classify, 4 heads, 100 dims); alone: each of "
+                               "its 50000 words as a one-token text")
+    assert lines[3].split() == ["alone", '"good"', "contextual", '"good"']
+    ranked = [line.split() for line in lines[4:8]]
+    assert [row[0] for row in ranked] == ["1", "2", "3", "4"] and lines[8] == ""
+    assert all("good" not in row for row in ranked)  # the word itself is left out
+
+    # The numbers, from attn embed --model: W in the text, and each word as a one-token text.
+    in_text = embed_json(attn, model, text)
+    good = in_text["embeddings"][in_text["tokens"].index("good")]
+    alone = {w: embed_json(attn, model, w)["embeddings"][0] for w in ["good", "the", "movie", "was", "not"]}
+    checked = 0
+    for row in ranked:
+        for word, similarity, vector in [(row[1], row[2], alone["good"]), (row[4], row[5], good)]:
+            j = embed_json(attn, model, word)
+            if j["tokens"] != [word]:  # a vocabulary word the tokenizer would split
+                continue
+            want = cosine(vector, j["embeddings"][0])
+            assert abs(float(similarity) - want) < 6e-5, (word, similarity, want)
+            checked += 1
+    assert checked >= 6
+
+    assert lines[9] == '  "good" moved toward the words of its text (cosine with each word alone):'
+    assert lines[10].split() == ["word", "alone", "contextual", "change"]
+    table = {row[0]: [float(x) for x in row[1:]] for row in (line.split() for line in lines[11:])}
+    assert sorted(table) == ["movie", "not", "the", "was"]
+    for word, (before, after, change) in table.items():
+        assert abs(before - cosine(alone["good"], alone[word])) < 6e-5, word
+        assert abs(after - cosine(good, alone[word])) < 6e-5, word
+        assert abs(change - (after - before)) < 2e-4, word
+    changes = [change for _, _, change in table.values()]
+    assert changes == sorted(changes, reverse=True)
+
+
+def test_neighbors_of_a_next_word_model_says_causal(attn, models):
+    r = attn("neighbors", "--model", models["next-word"], "--top", "2", "--word", "like", "not like")
+    assert r.code == 0, r.err
+    assert "(next-word, 4 heads, 100 dims, causal)" in r.out.splitlines()[1]
+    assert r.out.splitlines()[-1].split()[0] == "not"
+
+
+@pytest.mark.parametrize("extra,word,text,code,message", [
+    (["--vectors", "v.txt"], "like", "not like", 1, "excludes"),
+    (["--scale", "none"], "like", "not like", 1, "excludes"),
+    ([], "zzqxv", "not zzqxv like", 1, "'zzqxv' is not known to the model"),
+    ([], "hate", "not like", 1, "'hate' is not a token of the text the model reads"),
+    ([], "not like", "not like", 1, "--word must be a single word"),
+])
+def test_neighbors_errors(attn, models, extra, word, text, code, message):
+    r = attn("neighbors", "--model", models["next-word"], *extra, "--word", word, text)
+    assert r.code == code, r.err
+    assert message in one_error_line(r)
+    assert r.out == ""
+
+
+def test_neighbors_missing_model(attn, tmp_path):
+    r = attn("neighbors", "--model", tmp_path / "none.safetensors", "--word", "bank", "river bank")
+    assert r.code == 2
+    assert one_error_line(r).startswith(f"error: {tmp_path / 'none.safetensors'}: ")
