@@ -1,5 +1,6 @@
 // attn embed: contextual embeddings of a text by basic self-attention (C = softmax(E·Eᵀ·s)·E),
-// or of every line of a file with --batch (see embed_batch.hpp).
+// or with --model those of a trained model (its last attention block's output per token), of
+// one text or of every line of a file with --batch (see embed_batch.hpp).
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -7,6 +8,7 @@
 
 #include "attn/embed.hpp"
 #include "attn/error.hpp"
+#include "attn/text_model.hpp"
 #include "cli_common.hpp"
 #include "embed_batch.hpp"
 #include "embed_records.hpp"
@@ -16,7 +18,7 @@ namespace attn::cli {
 namespace {
 
 struct embed_args {
-  std::string vectors_path, scale = "sqrt", format, output = "-", batch;
+  std::string vectors_path, model_path, scale = "sqrt", format, output = "-", batch;
   bool strict = false;
   std::vector<std::string> text;
 };
@@ -34,9 +36,44 @@ std::string output_format(const embed_args& args) {
   return "text";
 }
 
+// The bytes of one text's result; the embedding's kind picks the JSON keys.
+template <class Embedding, class Json>
+std::string single_output(const std::string& format, const embed_args& args, const Embedding& e,
+                          const tensor& rows, int64_t dim, const Json& json) {
+  if (format == "json") return json().dump() + "\n";
+  if (format == "csv") return embed_csv_header(dim, /*with_line=*/false) + embed_csv_rows(e);
+  if (format == "npy") {
+    if (args.output == "-" && stdout_is_terminal())
+      throw_usage("--format npy writes binary: give -o FILE or redirect standard output");
+    return encode_npy(rows);
+  }
+  return embed_text(e);
+}
+
+// A trained model's contextual embeddings: the output of its last attention block per token.
+void run_model(const embed_args& args, const std::string& format) {
+  const text_model model = text_model::load(args.model_path);
+  if (!args.batch.empty()) {
+    run_model_embed_batch(args.batch, args.output, format, model, args.model_path, args.strict);
+    return;
+  }
+  const contextual_embedding e = model.embed(read_text(args.text));
+  if (!e.unknown.empty()) {
+    if (args.strict)
+      throw_usage(fmt::format("unknown token '{}' (not known to the model {}); drop --strict to "
+                              "leave unknown tokens out",
+                              e.unknown.front(), args.model_path));
+    warn(fmt::format("left out of attention, not known to the model: {}", fmt::join(e.unknown, " ")));
+  }
+  const int64_t dim = model.config().dim;
+  write_output(args.output, single_output(format, args, e, e.embeddings, dim, [&] {
+                 return embed_json(e, args.model_path, dim);
+               }));
+}
+
 void run(const embed_args& args) {
   const std::string format = output_format(args);
-  embed_options options{scale_spec::parse(args.scale), args.strict};
+  // The cheap checks first, before the vectors or the model are loaded.
   if (!args.batch.empty()) {
     if (!args.text.empty())
       throw_usage("--batch reads the sentences from its file; give no TEXT with it");
@@ -44,29 +81,23 @@ void run(const embed_args& args) {
     if (format == "npy")
       throw_usage("--format npy holds a single array; with --batch use json (JSON Lines), csv "
                   "or text");
-    const vectors vocab = load_vectors(args.vectors_path);
+  }
+  if (!args.model_path.empty()) {
+    run_model(args, format);
+    return;
+  }
+  embed_options options{scale_spec::parse(args.scale), args.strict};
+  const vectors vocab = load_vectors(args.vectors_path);
+  if (!args.batch.empty()) {
     run_embed_batch(args.batch, args.output, format, vocab, options);
     return;
   }
 
-  vectors vocab = load_vectors(args.vectors_path);
   embedding e = embed(read_text(args.text), vocab, options);
   if (!e.unknown.empty())
     warn(fmt::format("left out of attention, not in the vectors: {}", fmt::join(e.unknown, " ")));
-
-  std::string bytes;
-  if (format == "json") {
-    bytes = embed_json(e, vocab).dump() + "\n";
-  } else if (format == "csv") {
-    bytes = embed_csv_header(vocab.dim(), /*with_line=*/false) + embed_csv_rows(e);
-  } else if (format == "npy") {
-    if (args.output == "-" && stdout_is_terminal())
-      throw_usage("--format npy writes binary: give -o FILE or redirect standard output");
-    bytes = encode_npy(e.steps.context);
-  } else {
-    bytes = embed_text(e);
-  }
-  write_output(args.output, bytes);
+  write_output(args.output, single_output(format, args, e, e.steps.context, vocab.dim(),
+                                          [&] { return embed_json(e, vocab); }));
 }
 
 }  // namespace
@@ -74,11 +105,20 @@ void run(const embed_args& args) {
 void add_embed_command(CLI::App& app) {
   auto args = std::make_shared<embed_args>();
   CLI::App* sub = app.add_subcommand(
-      "embed", "Contextual embeddings of TEXT by basic self-attention over static word vectors");
-  sub->add_option("--vectors", args->vectors_path,
-                  "Word vectors (GloVe, word2vec, fastText .vec, .attnvec); default: the embedded "
-                  "GloVe 6B 100d, 50k words");
-  sub->add_option("--scale", args->scale, "Score scale: sqrt (1/√d, default), none, or a number");
+      "embed", "Contextual embeddings of TEXT by basic self-attention over static word vectors, "
+               "or by a trained model (--model)");
+  CLI::Option* vectors = sub->add_option(
+      "--vectors", args->vectors_path,
+      "Word vectors (GloVe, word2vec, fastText .vec, .attnvec); default: the embedded GloVe 6B "
+      "100d, 50k words");
+  CLI::Option* model = sub->add_option(
+      "--model", args->model_path,
+      "A model trained by attn train: its contextual embeddings instead, the output of its last "
+      "attention block per token (width --dim, before pooling; causal for next-word models)");
+  CLI::Option* scale =
+      sub->add_option("--scale", args->scale, "Score scale: sqrt (1/√d, default), none, or a number");
+  model->excludes(vectors);
+  model->excludes(scale);
   sub->add_option("--format", args->format,
                   "Output: text (token v1 … vd per line), json, csv (token,d0,…), npy; default: "
                   "from the extension of -o (.json .jsonl .csv .npy), else text")

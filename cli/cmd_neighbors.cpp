@@ -1,14 +1,18 @@
 // attn neighbors: the vocabulary words nearest to a word's static vector and to its contextual
 // vector in a text, side by side, and how far the word moved toward each word of the text.
+// With --model, a trained model's vectors take the static ones' place: each input word run
+// alone through the model, against the word's contextual vector in the text.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <set>
 
 #include "attn/embed.hpp"
 #include "attn/error.hpp"
+#include "attn/text_model.hpp"
 #include "attn/tokenizer.hpp"
 #include "cli_common.hpp"
 
@@ -17,7 +21,7 @@ namespace attn::cli {
 namespace {
 
 struct neighbors_args {
-  std::string vectors_path, scale = "sqrt", word;
+  std::string vectors_path, model_path, scale = "sqrt", word;
   int64_t top = 10;
   std::vector<std::string> text;
 };
@@ -41,34 +45,31 @@ std::vector<neighbor> nearest_others(const vectors& vocab, std::span<const float
   return found;
 }
 
-void run(const neighbors_args& args) {
-  vectors vocab = load_vectors(args.vectors_path);
-  const std::string text = read_text(args.text);
-  embedding e = embed(text, vocab, {scale_spec::parse(args.scale), false});
+std::string single_word(const std::string& word) {
+  auto word_tokens = tokenize(word);
+  if (word_tokens.size() != 1) throw_usage("--word must be a single word, got '" + word + "'");
+  return word_tokens.front();
+}
 
-  auto word_tokens = tokenize(args.word);
-  if (word_tokens.size() != 1) throw_usage("--word must be a single word, got '" + args.word + "'");
-  const std::string& word = word_tokens.front();
-  auto position = std::find(e.tokens.begin(), e.tokens.end(), word);
-  if (position == e.tokens.end()) {
-    bool unknown = std::find(e.unknown.begin(), e.unknown.end(), word) != e.unknown.end();
-    throw_usage(unknown ? fmt::format("'{}' is not in the vectors of {}", word, vocab.source())
-                        : fmt::format("'{}' is not a token of the text", word));
-  }
-  const int64_t row = position - e.tokens.begin(), d = vocab.dim();
-  const int64_t self = *vocab.find(word);
-  std::span<const float> static_vec(e.static_vectors.data() + row * d, static_cast<size_t>(d));
-  std::span<const float> context_vec(e.steps.context.data() + row * d, static_cast<size_t>(d));
+// The word's vector before attention (`before`: static, or alone through the model) and after
+// it (`after`: in the text), each against the same reference vectors `vocab`.
+struct followed_word {
+  std::string word, before_name, after_name;
+  std::span<const float> before, after;
+  int64_t self;  // the word's row in vocab
+};
 
-  std::string out = fmt::format("\"{}\" in: {}\n", word, fmt::join(e.tokens, " "));
-  if (!e.unknown.empty()) out += fmt::format("left out (not in the vectors): {}\n", fmt::join(e.unknown, " "));
-  out += fmt::format("vectors: {} ({} words, {} dims); scale {:.6g}; cosine similarity\n\n",
-                     vocab.source(), vocab.size(), d, e.steps.scale);
-
-  auto before = nearest_others(vocab, static_vec, args.top, self);
-  auto after = nearest_others(vocab, context_vec, args.top, self);
-  const std::string left_title = fmt::format("static \"{}\"", word);
-  const std::string right_title = fmt::format("contextual \"{}\"", word);
+// The two neighbour lists side by side, then the word's cosine with each other word of the
+// text (as `reference` gives its vector) before and after attention, largest gain first.
+std::string neighbours_and_moves(const followed_word& w, const vectors& vocab, int64_t top,
+                                 const std::vector<std::string>& tokens,
+                                 const std::function<std::span<const float>(size_t)>& reference,
+                                 const std::string& reference_note) {
+  std::string out;
+  auto before = nearest_others(vocab, w.before, top, w.self);
+  auto after = nearest_others(vocab, w.after, top, w.self);
+  const std::string left_title = fmt::format("{} \"{}\"", w.before_name, w.word);
+  const std::string right_title = fmt::format("{} \"{}\"", w.after_name, w.word);
   out += fmt::format("  {:<30} {}\n", left_title, right_title);
   for (size_t i = 0; i < std::max(before.size(), after.size()); ++i) {
     std::string left, right;
@@ -82,24 +83,95 @@ void run(const neighbors_args& args) {
   // How the word moved: its similarity to each other word of the text, before and after.
   struct move { std::string token; double before, after; };
   std::vector<move> moves;
-  std::set<std::string> seen{word};
-  for (size_t t = 0; t < e.tokens.size(); ++t) {
-    if (!seen.insert(e.tokens[t]).second) continue;
-    std::span<const float> other(e.static_vectors.data() + static_cast<int64_t>(t) * d,
-                                 static_cast<size_t>(d));
-    moves.push_back({e.tokens[t], cosine(static_vec, other), cosine(context_vec, other)});
+  std::set<std::string> seen{w.word};
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    if (!seen.insert(tokens[t]).second) continue;
+    moves.push_back({tokens[t], cosine(w.before, reference(t)), cosine(w.after, reference(t))});
   }
   std::sort(moves.begin(), moves.end(), [](const move& a, const move& b) {
     return a.after - a.before > b.after - b.before;
   });
   if (!moves.empty()) {
-    out += fmt::format("\n  \"{}\" moved toward the words of its text (cosine with each word):\n", word);
-    out += fmt::format("  {:<16} {:>8} {:>11} {:>8}\n", "word", "static", "contextual", "change");
+    out += fmt::format("\n  \"{}\" moved toward the words of its text (cosine with each {}):\n",
+                       w.word, reference_note);
+    out += fmt::format("  {:<16} {:>8} {:>11} {:>8}\n", "word", w.before_name, w.after_name,
+                       "change");
     for (const auto& m : moves)
       out += fmt::format("  {:<16} {:>8.4f} {:>11.4f} {:>+8.4f}\n", m.token, m.before, m.after,
                          m.after - m.before);
   }
+  return out;
+}
+
+void run_vectors(const neighbors_args& args) {
+  vectors vocab = load_vectors(args.vectors_path);
+  const std::string text = read_text(args.text);
+  embedding e = embed(text, vocab, {scale_spec::parse(args.scale), false});
+
+  const std::string word = single_word(args.word);
+  auto position = std::find(e.tokens.begin(), e.tokens.end(), word);
+  if (position == e.tokens.end()) {
+    bool unknown = std::find(e.unknown.begin(), e.unknown.end(), word) != e.unknown.end();
+    throw_usage(unknown ? fmt::format("'{}' is not in the vectors of {}", word, vocab.source())
+                        : fmt::format("'{}' is not a token of the text", word));
+  }
+  const int64_t row = position - e.tokens.begin(), d = vocab.dim();
+  const followed_word w{
+      word, "static", "contextual",
+      std::span<const float>(e.static_vectors.data() + row * d, static_cast<size_t>(d)),
+      std::span<const float>(e.steps.context.data() + row * d, static_cast<size_t>(d)),
+      *vocab.find(word)};
+
+  std::string out = fmt::format("\"{}\" in: {}\n", word, fmt::join(e.tokens, " "));
+  if (!e.unknown.empty()) out += fmt::format("left out (not in the vectors): {}\n", fmt::join(e.unknown, " "));
+  out += fmt::format("vectors: {} ({} words, {} dims); scale {:.6g}; cosine similarity\n\n",
+                     vocab.source(), vocab.size(), d, e.steps.scale);
+  out += neighbours_and_moves(w, vocab, args.top, e.tokens, [&](size_t t) {
+    return std::span<const float>(e.static_vectors.data() + static_cast<int64_t>(t) * d,
+                                  static_cast<size_t>(d));
+  }, "word");
   write_output("-", out);
+}
+
+// A trained model: W's contextual vector in the text (its last attention block's output)
+// against every input word of the model run alone through it (a one-token text each).
+void run_model(const neighbors_args& args) {
+  const text_model model = text_model::load(args.model_path);
+  const std::string text = read_text(args.text);
+  const std::string word = single_word(args.word);
+  const contextual_embedding e = model.embed(text);
+  auto position = std::find(e.tokens.begin(), e.tokens.end(), word);
+  if (position == e.tokens.end())
+    throw_usage(!model.knows(word)
+                    ? fmt::format("'{}' is not known to the model {}", word, args.model_path)
+                    : fmt::format("'{}' is not a token of the text the model reads", word));
+  const vectors alone = model.embed_vocabulary();
+  const text_model_config& c = model.config();
+  const int64_t row = position - e.tokens.begin(), d = c.dim;
+  const int64_t self = *alone.find(word);
+  const followed_word w{word, "alone", "contextual", alone.vector(self),
+                        std::span<const float>(e.embeddings.data() + row * d, static_cast<size_t>(d)),
+                        self};
+
+  std::string out = fmt::format("\"{}\" in: {}\n", word, fmt::join(e.tokens, " "));
+  if (!e.unknown.empty())
+    out += fmt::format("left out (not known to the model): {}\n", fmt::join(e.unknown, " "));
+  out += fmt::format(
+      "model: {} ({}, {} head{}, {} dims{}); alone: each of its {} words as a one-token text; "
+      "cosine similarity\n\n",
+      args.model_path, task_name(c.task), c.heads, c.heads == 1 ? "" : "s", d,
+      c.task == text_task::next_word ? ", causal" : "", alone.size());
+  out += neighbours_and_moves(w, alone, args.top, e.tokens, [&](size_t t) {
+    return alone.vector(*alone.find(e.tokens[t]));
+  }, "word alone");
+  write_output("-", out);
+}
+
+void run(const neighbors_args& args) {
+  if (args.model_path.empty())
+    run_vectors(args);
+  else
+    run_model(args);
 }
 
 }  // namespace
@@ -109,11 +181,19 @@ void add_neighbors_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "neighbors", "Nearest words to W's static vector and to its contextual vector in TEXT");
   sub->alias("neighbours");
-  sub->add_option("--vectors", args->vectors_path, "Word vectors (default: the embedded GloVe)");
+  CLI::Option* vectors =
+      sub->add_option("--vectors", args->vectors_path, "Word vectors (default: the embedded GloVe)");
+  CLI::Option* model = sub->add_option(
+      "--model", args->model_path,
+      "A model trained by attn train: W's contextual vector from the model against every input "
+      "word of the model run alone through it");
   sub->add_option("--top", args->top, "How many neighbours (default 10)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));
   sub->add_option("--word", args->word, "The word to follow")->required();
-  sub->add_option("--scale", args->scale, "Score scale: sqrt (1/√d, default), none, or a number");
+  CLI::Option* scale =
+      sub->add_option("--scale", args->scale, "Score scale: sqrt (1/√d, default), none, or a number");
+  model->excludes(vectors);
+  model->excludes(scale);
   sub->add_option("text", args->text, "The text; read from standard input when absent or -");
   sub->callback([args] { run(*args); });
 }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 
 #include "attn/error.hpp"
@@ -23,11 +24,43 @@ namespace {
 // many unknown words does not bury the terminal.
 constexpr int64_t max_line_warnings = 10;
 
-class batch_embedder {
+// How messages name an unknown token: the vectors' words, or the model's.
+struct unknown_terms {
+  std::string strict_reason;  // "not in the vectors of PATH"
+  std::string left_out;       // a line with some known tokens
+  std::string none_known;     // a line with none: an empty record
+};
+
+// The tokens of each line that the vectors (or the model) do not know. With strict the first
+// one is an input error naming the line (the data is at fault, not the command line).
+class unknown_tokens {
  public:
-  batch_embedder(std::string source, const vectors& vocab, const embed_options& options,
-                 progress_bar& bar)
-      : source_(std::move(source)), vocab_(vocab), options_(options), bar_(bar) {}
+  unknown_tokens(std::string source, unknown_terms terms, bool strict, progress_bar& bar)
+      : source_(std::move(source)), terms_(std::move(terms)), strict_(strict), bar_(bar) {}
+
+  // Fills unknown; returns whether any token of the line is known (else: an empty record).
+  bool any_known(const std::string& text, int64_t line,
+                 const std::function<bool(const std::string&)>& known,
+                 std::vector<std::string>& unknown) {
+    bool any = false;
+    for (const std::string& token : tokenize(text)) {
+      if (known(token))
+        any = true;
+      else
+        unknown.push_back(token);
+    }
+    if (strict_ && !unknown.empty())
+      throw_input(source_,
+                  fmt::format("unknown token '{}' ({}); drop --strict to leave unknown tokens out",
+                              unknown.front(), terms_.strict_reason),
+                  fmt::format("line {}", line));
+    if (!unknown.empty() && ++warned_lines_ <= max_line_warnings) {
+      bar_.clear();
+      warn(fmt::format("{}: line {}: {}: {}", source_, line,
+                       any ? terms_.left_out : terms_.none_known, fmt::join(unknown, " ")));
+    }
+    return any;
+  }
 
   // The count of lines not named one by one.
   void finish() const {
@@ -36,62 +69,34 @@ class batch_embedder {
                        warned_lines_ - max_line_warnings));
   }
 
-  embedding operator()(const std::string& text, int64_t line) {
-    std::vector<std::string> unknown;
-    bool any_known = false;
-    for (const std::string& token : tokenize(text)) {
-      if (vocab_.find(token))
-        any_known = true;
-      else
-        unknown.push_back(token);
-    }
-    // The data is at fault here, not the command line: an input error with the line.
-    if (options_.strict && !unknown.empty())
-      throw_input(source_,
-                  fmt::format("unknown token '{}' (not in the vectors of {}); drop --strict to "
-                              "leave unknown tokens out",
-                              unknown.front(), vocab_.source()),
-                  fmt::format("line {}", line));
-    if (!unknown.empty()) note_unknown(unknown, line, any_known);
-    if (!any_known) {
-      embedding empty;
-      empty.unknown = std::move(unknown);
-      empty.steps.scale = options_.scale.resolve(vocab_.dim());
-      return empty;
-    }
-    return embed(text, vocab_, options_);
-  }
-
  private:
-  void note_unknown(const std::vector<std::string>& unknown, int64_t line, bool any_known) {
-    if (++warned_lines_ > max_line_warnings) return;
-    bar_.clear();
-    warn(fmt::format("{}: line {}: {}: {}", source_, line,
-                     any_known ? "left out of attention, not in the vectors"
-                               : "no token is in the vectors (an empty record)",
-                     fmt::join(unknown, " ")));
-  }
-
   std::string source_;
-  const vectors& vocab_;
-  const embed_options& options_;
+  unknown_terms terms_;
+  bool strict_;
   progress_bar& bar_;
   int64_t warned_lines_ = 0;
 };
 
-std::string json_record(const embedding& e, const vectors& vocab, const std::string& text,
-                        int64_t line) {
-  nlohmann::json j = embed_json(e, vocab);
+// One input line's record, in the chosen format (json() gives the single run's object).
+template <class Embedding, class Json>
+std::string record(const std::string& format, const Embedding& e, const Json& json,
+                   const std::string& text, int64_t line) {
+  if (format == "csv") return embed_csv_rows(e, line);
+  if (format != "json") return embed_text(e) + "\n";
+  nlohmann::json j = json();
   j["line"] = line;
   j["text"] = text;
   // Invalid UTF-8 in the input is replaced (U+FFFD) rather than failing the whole batch.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-}  // namespace
+using make_record =
+    std::function<std::string(const std::string& text, int64_t line, unknown_tokens& unknown)>;
 
-void run_embed_batch(const std::string& input, const std::string& output, const std::string& format,
-                     const vectors& vocab, const embed_options& options) {
+// The loop both kinds of embedding share: lines in, records out as each is done, a progress
+// bar, and the output staged so that a failure leaves no partial file.
+void stream_records(const std::string& input, const std::string& output, const std::string& header,
+                    const unknown_terms& terms, bool strict, const make_record& make) {
   const bool from_stdin = input == "-";
   const std::string source = from_stdin ? "<stdin>" : input;
   std::ifstream file;
@@ -108,27 +113,58 @@ void run_embed_batch(const std::string& input, const std::string& output, const 
                    !(output == "-" && stdout_is_terminal()));
 
   staged_output out(output);
-  if (format == "csv") out.write(embed_csv_header(vocab.dim(), /*with_line=*/true));
-  batch_embedder embed_line(source, vocab, options, bar);
+  out.write(header);
+  unknown_tokens unknown(source, terms, strict, bar);
   std::string text;
   int64_t line = 0, bytes = 0;
   while (std::getline(in, text)) {
     ++line;
     bytes += static_cast<int64_t>(text.size()) + 1;
     if (!text.empty() && text.back() == '\r') text.pop_back();  // CRLF files
-    const embedding e = embed_line(text, line);
-    if (format == "json")
-      out.write(json_record(e, vocab, text, line));
-    else if (format == "csv")
-      out.write(embed_csv_rows(e, line));
-    else
-      out.write(embed_text(e) + "\n");
+    out.write(make(text, line, unknown));
     bar.update(bytes, line);
   }
   if (in.bad()) throw_input(source, fmt::format("cannot read: {}", std::strerror(errno)));
   bar.clear();
-  embed_line.finish();
+  unknown.finish();
   out.commit();
+}
+
+}  // namespace
+
+void run_embed_batch(const std::string& input, const std::string& output, const std::string& format,
+                     const vectors& vocab, const embed_options& options) {
+  const unknown_terms terms{fmt::format("not in the vectors of {}", vocab.source()),
+                            "left out of attention, not in the vectors",
+                            "no token is in the vectors (an empty record)"};
+  const auto known = [&](const std::string& token) { return vocab.find(token).has_value(); };
+  stream_records(
+      input, output, format == "csv" ? embed_csv_header(vocab.dim(), /*with_line=*/true) : "",
+      terms, options.strict, [&](const std::string& text, int64_t line, unknown_tokens& unknown) {
+        embedding e;
+        if (unknown.any_known(text, line, known, e.unknown))
+          e = embed(text, vocab, options);
+        else
+          e.steps.scale = options.scale.resolve(vocab.dim());
+        return record(format, e, [&] { return embed_json(e, vocab); }, text, line);
+      });
+}
+
+void run_model_embed_batch(const std::string& input, const std::string& output,
+                           const std::string& format, const text_model& model,
+                           const std::string& model_path, bool strict) {
+  const int64_t dim = model.config().dim;
+  const unknown_terms terms{fmt::format("not known to the model {}", model_path),
+                            "left out of attention, not known to the model",
+                            "no token is known to the model (an empty record)"};
+  const auto known = [&](const std::string& token) { return model.knows(token); };
+  stream_records(
+      input, output, format == "csv" ? embed_csv_header(dim, /*with_line=*/true) : "", terms,
+      strict, [&](const std::string& text, int64_t line, unknown_tokens& unknown) {
+        contextual_embedding e;
+        if (unknown.any_known(text, line, known, e.unknown)) e = model.embed(text);
+        return record(format, e, [&] { return embed_json(e, model_path, dim); }, text, line);
+      });
 }
 
 }  // namespace attn::cli

@@ -1,6 +1,7 @@
 // `attn embed --batch FILE`: one sentence per line in, one record per line out, streamed.
 //   json  JSON Lines: {"line", "text", "tokens", "embeddings", "attention", "unknown", "scale",
-//         "vectors"} per input line
+//         "vectors"} per input line (with --model: {"line", "text", "tokens", "embeddings",
+//         "unknown", "model", "dim"})
 //   csv   one header "line,token,d0,…", then a row per token with its input line number
 //   text  per input line, "token v1 … vd" lines, then one blank line (an empty record is the
 //         blank line alone), so record k is input line k
@@ -11,11 +12,18 @@
 #include <string>
 
 #include "attn/embed.hpp"
+#include "attn/text_model.hpp"
 
 namespace attn::cli {
 
 // input: a path, or "-" for standard input; output: a path (written atomically) or "-".
 void run_embed_batch(const std::string& input, const std::string& output, const std::string& format,
                      const vectors& vocab, const embed_options& options);
+
+// The same with a trained model's contextual embeddings (attn embed --model); model_path names
+// the model in the records and messages.
+void run_model_embed_batch(const std::string& input, const std::string& output,
+                           const std::string& format, const text_model& model,
+                           const std::string& model_path, bool strict);
 
 }  // namespace attn::cli

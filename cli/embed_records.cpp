@@ -6,19 +6,42 @@
 
 namespace attn::cli {
 
-std::string embed_text(const embedding& e) {
+namespace {
+
+// tokens and their rows [N, d], in each format (both kinds of embedding share these).
+std::string rows_text(const std::vector<std::string>& tokens, const tensor& rows) {
   std::string out;
-  const tensor& c = e.steps.context;
-  if (e.tokens.empty()) return out;
-  const int64_t d = c.dim(1);
-  for (size_t i = 0; i < e.tokens.size(); ++i) {
-    out += e.tokens[i];
+  if (tokens.empty()) return out;
+  const int64_t d = rows.dim(1);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    out += tokens[i];
     for (int64_t j = 0; j < d; ++j)
-      out += fmt::format(" {:.6f}", c.data()[static_cast<int64_t>(i) * d + j]);
+      out += fmt::format(" {:.6f}", rows.data()[static_cast<int64_t>(i) * d + j]);
     out += '\n';
   }
   return out;
 }
+
+std::string rows_csv(const std::vector<std::string>& tokens, const tensor& rows, int64_t line) {
+  std::string out;
+  if (tokens.empty()) return out;
+  const int64_t d = rows.dim(1);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (line > 0) out += fmt::format("{},", line);
+    out += csv_field(tokens[i]);
+    // {} is the shortest decimal that reads back as the same float32.
+    for (int64_t j = 0; j < d; ++j)
+      out += fmt::format(",{}", rows.data()[static_cast<int64_t>(i) * d + j]);
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string embed_text(const embedding& e) { return rows_text(e.tokens, e.steps.context); }
+
+std::string embed_text(const contextual_embedding& e) { return rows_text(e.tokens, e.embeddings); }
 
 nlohmann::json embed_json(const embedding& e, const vectors& vocab) {
   nlohmann::json j;
@@ -28,6 +51,16 @@ nlohmann::json embed_json(const embedding& e, const vectors& vocab) {
   j["unknown"] = e.unknown;
   j["scale"] = e.steps.scale;
   j["vectors"] = vocab.source();
+  return j;
+}
+
+nlohmann::json embed_json(const contextual_embedding& e, const std::string& model, int64_t dim) {
+  nlohmann::json j;
+  j["tokens"] = e.tokens;
+  j["embeddings"] = e.tokens.empty() ? nlohmann::json::array() : json_matrix(e.embeddings);
+  j["unknown"] = e.unknown;
+  j["model"] = model;
+  j["dim"] = dim;
   return j;
 }
 
@@ -48,19 +81,11 @@ std::string embed_csv_header(int64_t dim, bool with_line) {
 }
 
 std::string embed_csv_rows(const embedding& e, int64_t line) {
-  std::string out;
-  if (e.tokens.empty()) return out;
-  const tensor& c = e.steps.context;
-  const int64_t d = c.dim(1);
-  for (size_t i = 0; i < e.tokens.size(); ++i) {
-    if (line > 0) out += fmt::format("{},", line);
-    out += csv_field(e.tokens[i]);
-    // {} is the shortest decimal that reads back as the same float32.
-    for (int64_t j = 0; j < d; ++j)
-      out += fmt::format(",{}", c.data()[static_cast<int64_t>(i) * d + j]);
-    out += '\n';
-  }
-  return out;
+  return rows_csv(e.tokens, e.steps.context, line);
+}
+
+std::string embed_csv_rows(const contextual_embedding& e, int64_t line) {
+  return rows_csv(e.tokens, e.embeddings, line);
 }
 
 }  // namespace attn::cli

@@ -16,14 +16,15 @@ namespace {
 const std::map<std::string, std::string> synopses = {
     {"embed",
      "attn embed [--vectors PATH] [--scale sqrt|none|NUMBER] [--format text|json|csv|npy] "
-     "[-o FILE] [--strict] TEXT | --batch FILE"},
+     "[-o FILE] [--strict] TEXT | --batch FILE\n       attn embed --model MODEL "
+     "[--format text|json|csv|npy] [-o FILE] [--strict] TEXT | --batch FILE"},
     {"explain",
      "attn explain [--vectors PATH] [--scale sqrt|none|NUMBER] [--color auto|always|never] "
      "[--html] [-o FILE] TEXT"},
     {"heatmap",
      "attn heatmap [--vectors PATH | --model MODEL] [--head all|N] [--scale sqrt|none|NUMBER] "
      "TEXT -o FILE.svg|FILE.html"},
-    {"neighbors", "attn neighbors [--vectors PATH] [--top K] --word W TEXT"},
+    {"neighbors", "attn neighbors [--vectors PATH | --model MODEL] [--top K] --word W TEXT"},
     {"mha",
      "attn mha --weights W.safetensors --heads H --query Q.npy [--key K.npy --value V.npy] "
      "[--causal] [--key-padding-mask M.npy] [--attn-mask M.npy] -o OUT.npy "

@@ -28,7 +28,8 @@ the 50,000 most frequent words of GloVe 6B 100d.
 len(v), v.dim, v.source, "word" in v, v["word"] (a float32 copy), v.nearest(vector, k).)doc";
 
 constexpr const char* embed_doc =
-    R"doc(embed(text, vectors=None, scale=None, strict=False) -> (tokens, embeddings, attention)
+    R"doc(embed(text, vectors=None, scale=None, strict=False, model=None)
+    -> (tokens, embeddings, attention)
 
 Contextual embeddings of a text by basic self-attention: E holds the static vectors of its
 tokens, A = softmax(E·Eᵀ·scale) row by row, C = A·E.
@@ -39,12 +40,11 @@ strict: raise attn.UsageError on a token not in the vectors, instead of leaving 
 
 Returns tokens (list of str, the tokens that took part), embeddings C float32 [N, d] and
 attention A float32 [N, N]. Tokens not in the vectors are left out with a UserWarning naming
-them; a text with no known token raises attn.UsageError.)doc";
+them; a text with no known token raises attn.UsageError.
 
-void warn(const std::string& message) {
-  PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 2);
-  if (PyErr_Occurred()) throw py::error_already_set();  // warnings turned into errors
-}
+model: an attn.TextModel or the path of a model file from attn train, instead of vectors and
+scale: returns (tokens, embeddings float32 [L, E], None), the output of the model's last
+attention block for each token, before pooling (causal for next-word models).)doc";
 
 // Loaded on first use, then shared: parsing the embedded table widens 5 million float16 values.
 std::shared_ptr<vectors> default_vectors() {
@@ -59,7 +59,7 @@ std::shared_ptr<vectors> load(const std::optional<std::filesystem::path>& path) 
     py::gil_scoped_release release;
     *v = vectors::load(path->string());
   }
-  for (const auto& w : v->warnings()) warn(w);
+  for (const auto& w : v->warnings()) user_warning(w);
   return v;
 }
 
@@ -72,7 +72,13 @@ scale_spec scale_of(py::handle scale) {
 }
 
 py::tuple embed_py(const std::string& text, std::shared_ptr<vectors> vocab, const py::object& scale,
-                   bool strict) {
+                   bool strict, const py::object& model) {
+  if (!model.is_none()) {
+    if (vocab || !scale.is_none())
+      throw_usage("model= excludes vectors= and scale=: a trained model has its own embeddings "
+                  "and scale");
+    return embed_with_model(text, model, strict);
+  }
   if (!vocab) vocab = default_vectors();
   const embed_options options{scale_of(scale), strict};
   embedding e;
@@ -81,11 +87,17 @@ py::tuple embed_py(const std::string& text, std::shared_ptr<vectors> vocab, cons
     e = embed(text, *vocab, options);
   }
   if (!e.unknown.empty())
-    warn(fmt::format("left out of attention, not in the vectors: {}", fmt::join(e.unknown, " ")));
+    user_warning(
+        fmt::format("left out of attention, not in the vectors: {}", fmt::join(e.unknown, " ")));
   return py::make_tuple(e.tokens, to_numpy(e.steps.context), to_numpy(e.steps.weights));
 }
 
 }  // namespace
+
+void user_warning(const std::string& message) {
+  PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 2);
+  if (PyErr_Occurred()) throw py::error_already_set();  // warnings turned into errors
+}
 
 void bind_vectors(py::module_& m) {
   using namespace pybind11::literals;
@@ -126,7 +138,7 @@ void bind_vectors(py::module_& m) {
       });
 
   m.def("embed", &embed_py, embed_doc, "text"_a, "vectors"_a = py::none(), "scale"_a = py::none(),
-        "strict"_a = false);
+        "strict"_a = false, "model"_a = py::none());
 }
 
 }  // namespace attn::python

@@ -11,6 +11,8 @@ PYBIND11_MODULE(attn, m) {
     attn.MultiheadAttention.from_safetensors(path, num_heads)(query, key=None, value=None, ...)
     attn.Vectors.load(path=None)
     attn.embed(text, vectors=None, scale=None) -> (tokens, embeddings, attention)
+    attn.TextModel.load(path): .embed(text), .predict(text, k=5), .evaluate(path), .labels
+    attn.embed(text, model=TextModel or path) -> (tokens, embeddings, None)
 
 Arrays are NumPy float32; results are NumPy float32 arrays. Errors are attn.Error (a
 ValueError), as attn.UsageError or attn.InputError; wrong array types raise TypeError.)doc";
@@ -19,4 +21,5 @@ ValueError), as attn.UsageError or attn.InputError; wrong array types raise Type
   attn::python::bind_sdpa(m);
   attn::python::bind_multihead_attention(m);
   attn::python::bind_vectors(m);
+  attn::python::bind_text_model(m);
 }

@@ -8,6 +8,7 @@
 //
 //   auto model = attn::text_model::load("model.safetensors");
 //   attn::prediction p = model.predict("not like", 3);   // p.top[0].label == "hate"
+//   attn::contextual_embedding e = model.embed("not like");  // e.embeddings [2, E]
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "attn/tensor.hpp"
+#include "attn/vectors.hpp"
 
 namespace attn {
 
@@ -78,6 +80,16 @@ struct attention_map {
   tensor weights;                    // [H, L, L]
 };
 
+// What a trained model's attention makes of a text: for each token, the output of the model's
+// (last) attention block, before the mean pool (the vectors the MLP head averages). The
+// next-word model is causal: row t depends on tokens 0 … t only.
+struct contextual_embedding {
+  std::vector<std::string> tokens;   // the L tokens the model used (known words, the last
+                                     // max_positions of them when it has learned positions)
+  std::vector<std::string> unknown;  // words of the text the model has no embedding for
+  tensor embeddings;                 // [L, E], E = config().dim
+};
+
 struct evaluation {
   double accuracy = 0, loss = 0;
   int64_t n = 0;                 // predictions scored (sentences, or next words)
@@ -108,6 +120,15 @@ class text_model {
   // The attention weights of every head for the text, as the model computes them when it
   // predicts from it. A text with no known word is a usage error.
   attention_map attention(std::string_view text) const;
+  // The model's contextual embedding of each token of the text (see contextual_embedding). A
+  // text with no known word is a usage error.
+  contextual_embedding embed(std::string_view text) const;
+  // Every input word run alone through the model (a one-token text, at position 0): row i is
+  // embed(word i).embeddings, [input_vocabulary(), E], for nearest-neighbour search among
+  // contextual vectors. Words in input order; the source is "<values>".
+  vectors embed_vocabulary() const;
+  // Whether the model has an embedding for the token (as attn::tokenize gives it).
+  bool knows(std::string_view token) const;
   // Accuracy and mean cross-entropy over a data file in the task's format.
   evaluation evaluate(const std::string& path) const;
 

@@ -14,6 +14,7 @@
 #include "attn/vectors.hpp"
 #include "io/read_file.hpp"
 #include "nn/cross_entropy.hpp"
+#include "train/model_input.hpp"
 #include "train/text_model_impl.hpp"
 
 namespace attn {
@@ -184,37 +185,9 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
   return text_model(std::move(m));
 }
 
-namespace {
-
-// A text as the model reads it: its known tokens (the whole text is one prefix or one sentence,
-// pooled as a whole), the words it has no embedding for, and the batch of one.
-struct model_input {
-  std::vector<std::string> tokens, unknown;
-  train::encoded_example encoded;
-  nn::batch batch;
-};
-
-model_input read_input(const text_model::impl& m, std::string_view text) {
-  model_input in;
-  train::text_example example;
-  example.tokens = tokenize(text);
-  data_summary summary;
-  // Only the inputs matter here: the example is encoded as a sentence to classify.
-  in.encoded = train::encode_example(example, text_task::classify, m.inputs, m.outputs,
-                                     m.config.max_positions, summary);
-  for (const std::string& t : example.tokens)
-    (m.inputs.find(t) < 0 ? in.unknown : in.tokens).push_back(t);
-  // encode_example keeps the last max_positions known tokens; so do the labels.
-  in.tokens.erase(in.tokens.begin(),
-                  in.tokens.end() - static_cast<std::ptrdiff_t>(in.encoded.inputs.size()));
-  if (in.encoded.inputs.empty()) throw_usage("no word of the text is known to the model");
-  in.batch = train::make_batch({&in.encoded}, text_task::classify);
-  in.batch.rows = {{0, in.batch.length}};
-  in.batch.targets.clear();
-  return in;
-}
-
-}  // namespace
+// A text as the model reads it (train/model_input.hpp).
+using train::model_input;
+using train::read_input;
 
 prediction text_model::predict(std::string_view text, int64_t k) const {
   const impl& m = *impl_;

@@ -2,7 +2,8 @@
 what PyTorch means by them. The model is rebuilt from the safetensors file alone (F.linear for
 the projections, nn.MultiheadAttention's head split and 1/√D scale, causal for next-word, mean,
 ReLU MLP) and its softmax compared with the probabilities `attn predict` prints (4 decimals,
-so within 6e-5 including float32 rounding)."""
+so within 6e-5 including float32 rounding), and its attention block's output y = out_proj(
+attention) with the contextual embeddings `attn embed --model` prints."""
 import json
 import os
 import struct
@@ -18,6 +19,7 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 TOY = os.path.join(os.path.dirname(__file__), "..", "data", "seed003_toy.txt")
+NEGATION = os.path.join(os.path.dirname(__file__), "..", "data", "negation_train.tsv")
 
 
 def read_safetensors(path):
@@ -34,7 +36,9 @@ def read_safetensors(path):
     return tensors, meta
 
 
-def torch_probabilities(t, config, ids, causal, return_weights=False):
+def torch_attention(t, config, ids, causal):
+    """The attention block rebuilt from the model file: (weights [H, L, L], y [L, E]), y being
+    out_proj of the heads' outputs, the contextual embeddings the MLP head pools."""
     x = t["embedding.weight"][ids]
     if config["max_positions"] > 0:
         x = x + t["position.weight"][: len(ids)]
@@ -50,10 +54,14 @@ def torch_probabilities(t, config, ids, causal, return_weights=False):
     if causal:
         scores = scores.masked_fill(torch.ones(len(ids), len(ids)).triu(1).bool(), float("-inf"))
     weights = scores.softmax(-1)  # [H, L, L]
+    o = (weights @ v).transpose(0, 1).reshape(len(ids), e)
+    return weights, F.linear(o, t["attention.out_proj.weight"], t["attention.out_proj.bias"])
+
+
+def torch_probabilities(t, config, ids, causal, return_weights=False):
+    weights, y = torch_attention(t, config, ids, causal)
     if return_weights:
         return weights
-    o = (weights @ v).transpose(0, 1).reshape(len(ids), e)
-    y = F.linear(o, t["attention.out_proj.weight"], t["attention.out_proj.bias"])
     hidden = F.relu(F.linear(y.mean(0), t["head.0.weight"], t["head.0.bias"]))
     return F.linear(hidden, t["head.2.weight"], t["head.2.bias"]).softmax(-1)
 
@@ -170,3 +178,50 @@ def test_encoder_layers_and_new_words_mean_what_pytorch_means(attn, tmp_path):
         got = {w: float(p) for w, p in (line.split() for line in r.out.splitlines()[1:])}
         for i, label in enumerate(outputs):
             assert abs(got[label] - want[i].item()) < 6e-5, (text, label, got, want)
+
+
+@pytest.fixture(scope="module")
+def classify_model(tmp_path_factory):
+    """A small classifier (2 heads, learned embeddings, no positions) trained on the negation
+    data: (path, tensors, config, input words)."""
+    model = tmp_path_factory.mktemp("oracle") / "c.safetensors"
+    r = subprocess.run([ATTN, "train", "--task", "classify", "--data", NEGATION,
+                        "--learn-embeddings", "16", "--heads", "2", "--dim", "10", "--hidden", "6",
+                        "--epochs", "2", "--seed", "1", "-o", str(model)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    t, meta = read_safetensors(model)
+    return model, t, json.loads(meta["config"]), json.loads(meta["input_words"])
+
+
+# attn's float32 forward rounds through ~5 steps (projections, scores, softmax, weighted sum,
+# out_proj), each a sum of at most 16 terms: with unit roundoff 6e-8 its relative error is near
+# 1e-6, and the JSON holds each float32 exactly. 1e-5 leaves a 10× margin; a wrong mask, scale,
+# bias or layer gives errors of order 1.
+EMBED_RTOL = 1e-5
+
+
+@pytest.mark.parametrize("kind,text", [
+    ("classify", "the movie was not good"),
+    ("classify", "that zzqxv book seemed never dull"),
+    ("next-word", "not like hate"),
+    ("next-word", "do zzqxv hate like not"),
+])
+def test_embed_model_prints_the_attention_blocks_output(attn, next_word_model, classify_model,
+                                                        kind, text):
+    model, t, config, words = (classify_model if kind == "classify" else next_word_model)[:4]
+    r = attn("embed", "--model", model, "--format", "json", text)
+    assert r.code == 0, r.err
+    got = json.loads(r.out)
+    known = [w for w in text.split() if w in words]
+    if config["max_positions"] > 0:  # learned positions reach that far: the last tokens stay
+        known = known[-config["max_positions"]:]
+    assert got["tokens"] == known and got["unknown"] == [w for w in text.split() if w not in words]
+    _, want = torch_attention(t, config, [words.index(w) for w in known], causal=kind == "next-word")
+    got_y = torch.tensor(got["embeddings"], dtype=torch.float64)
+    assert got_y.shape == want.shape == (len(known), config["dim"])
+    error = ((got_y - want).norm() / want.norm()).item()
+    worst = (got_y - want).abs().max().item()
+    assert error < EMBED_RTOL and worst < EMBED_RTOL * want.abs().max().item(), (
+        f"{kind} '{text}': relative L2 error {error:.3g}, max |diff| {worst:.3g}; "
+        f"first values attn {got_y.flatten()[:4].tolist()} torch {want.flatten()[:4].tolist()}")

@@ -1,0 +1,131 @@
+// attn.TextModel: a model trained by `attn train` (attn::text_model): its contextual embeddings
+// (the last attention block's output per token), predictions and evaluation; and what
+// attn.embed(text, model=...) calls.
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "arrays.hpp"
+#include "attn/error.hpp"
+#include "attn/text_model.hpp"
+#include "bindings.hpp"
+
+namespace attn::python {
+
+namespace {
+
+constexpr const char* class_doc =
+    R"doc(A text model trained by `attn train`: tokens → embeddings → multi-head self-attention →
+mean pool → MLP → the next word or the label. TextModel.load(path) reads the safetensors file.
+
+m.embed(text) -> (tokens, embeddings float32 [L, E]): the output of the model's (last)
+    attention block for each token, before pooling (causal for next-word models: row t has
+    seen tokens 0 … t only).
+m.predict(text, k=5) -> [(label, probability), …], best first.
+m.evaluate(path) -> {"accuracy", "loss", "n"} over a file in the task's format.
+m.labels (the output words or labels, in class order), m.task, m.dim (E), m.heads.
+Words the model has no embedding for are left out with a UserWarning; a text with none it knows
+raises attn.UsageError.)doc";
+
+std::shared_ptr<text_model> load(const std::filesystem::path& path) {
+  auto m = std::make_shared<text_model>();
+  py::gil_scoped_release release;
+  *m = text_model::load(path.string());
+  return m;
+}
+
+contextual_embedding embed_text(const text_model& m, const std::string& text, bool strict) {
+  contextual_embedding e;
+  {
+    py::gil_scoped_release release;
+    e = m.embed(text);
+  }
+  if (!e.unknown.empty()) {
+    if (strict)
+      throw_usage(fmt::format("unknown token '{}' (not known to the model)", e.unknown.front()));
+    user_warning(
+        fmt::format("left out of attention, not known to the model: {}", fmt::join(e.unknown, " ")));
+  }
+  return e;
+}
+
+py::list predict(const text_model& m, const std::string& text, int64_t k) {
+  if (k < 1) throw_usage(fmt::format("k must be at least 1, got {}", k));
+  prediction p;
+  {
+    py::gil_scoped_release release;
+    p = m.predict(text, k);
+  }
+  if (!p.unknown.empty())
+    user_warning(fmt::format("unknown words skipped: {}", fmt::join(p.unknown, ", ")));
+  py::list out;
+  for (const scored_label& s : p.top) out.append(py::make_tuple(s.label, s.probability));
+  return out;
+}
+
+py::dict evaluate(const text_model& m, const std::filesystem::path& path) {
+  evaluation e;
+  {
+    py::gil_scoped_release release;
+    e = m.evaluate(path.string());
+  }
+  py::dict out;
+  out["accuracy"] = e.accuracy;
+  out["loss"] = e.loss;
+  out["n"] = e.n;
+  return out;
+}
+
+}  // namespace
+
+py::tuple embed_with_model(const std::string& text, const py::object& model, bool strict) {
+  std::shared_ptr<text_model> m;
+  if (py::isinstance<text_model>(model))
+    m = model.cast<std::shared_ptr<text_model>>();
+  else if (py::isinstance<py::str>(model) || py::hasattr(model, "__fspath__"))
+    m = load(model.cast<std::filesystem::path>());
+  else
+    throw py::type_error("model must be an attn.TextModel or the path of a model file");
+  const contextual_embedding e = embed_text(*m, text, strict);
+  // No single attention matrix to return: a model has one per head (see attn heatmap --model).
+  return py::make_tuple(e.tokens, to_numpy(e.embeddings), py::none());
+}
+
+void bind_text_model(py::module_& m) {
+  using namespace pybind11::literals;
+  py::class_<text_model, std::shared_ptr<text_model>>(m, "TextModel", class_doc)
+      .def_static("load", &load, "path"_a,
+                  "Reads a model file written by attn train. Raises attn.InputError naming the "
+                  "file when it is missing or not an attn text model.")
+      .def(
+          "embed",
+          [](const text_model& self, const std::string& text, bool strict) {
+            const contextual_embedding e = embed_text(self, text, strict);
+            return py::make_tuple(e.tokens, to_numpy(e.embeddings));
+          },
+          "text"_a, "strict"_a = false,
+          "(tokens, embeddings float32 [L, E]): the last attention block's output per token, "
+          "before pooling. strict: raise attn.UsageError on a word the model does not know.")
+      .def("predict", &predict, "text"_a, "k"_a = 5,
+           "The k most likely next words (or labels) as (label, probability), best first.")
+      .def("evaluate", &evaluate, "path"_a,
+           "Accuracy, mean cross-entropy and the number of predictions scored over a data file "
+           "in the task's format: {'accuracy', 'loss', 'n'}.")
+      .def_property_readonly("labels", &text_model::outputs,
+                             "The output words (next-word) or labels (classify), in class order.")
+      .def_property_readonly("task", [](const text_model& self) { return task_name(self.config().task); })
+      .def_property_readonly("dim", [](const text_model& self) { return self.config().dim; },
+                             "E: the width of the attention and of each embedding row.")
+      .def_property_readonly("heads", [](const text_model& self) { return self.config().heads; })
+      .def("__repr__", [](const text_model& self) {
+        const text_model_config& c = self.config();
+        return fmt::format("attn.TextModel(task='{}', labels={}, dim={}, heads={})",
+                           task_name(c.task), self.outputs().size(), c.dim, c.heads);
+      });
+}
+
+}  // namespace attn::python

@@ -1,0 +1,25 @@
+// A text as a trained model reads it: the known tokens, the words it has no embedding for, and
+// the batch of one that the network's forward takes. Shared by predict, attention and embed.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nn/network.hpp"
+#include "train/dataset.hpp"
+#include "train/text_model_impl.hpp"
+
+namespace attn::train {
+
+// The whole text is one prefix or one sentence, pooled as a whole.
+struct model_input {
+  std::vector<std::string> tokens, unknown;
+  encoded_example encoded;
+  nn::batch batch;
+};
+
+// A text with no known word is a usage error.
+model_input read_input(const text_model::impl& m, std::string_view text);
+
+}  // namespace attn::train

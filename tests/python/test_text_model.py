@@ -1,0 +1,249 @@
+"""attn.TextModel and attn.embed(text, model=...): a trained model's contextual embeddings (its
+last attention block's output per token), predictions and evaluation. Small model files are
+written here by hand (random weights, stored embeddings) and rebuilt in NumPy float64; where the
+CLI is built, the module is also held against `attn embed --model` and `attn predict`."""
+import json
+import os
+import struct
+import subprocess
+import warnings
+
+import numpy as np
+import pytest
+
+attn = pytest.importorskip("attn")
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "data")
+WORDS = ["the", "movie", "was", "not", "good", "bad", "never", "."]
+# float32 through ~5 rounding steps of short sums (≤ 12 terms): relative error near 1e-6.
+RTOL = 1e-5
+
+
+def write_model(path, task, heads=2, embed_dim=6, dim=8, hidden=5, max_positions=0, seed=0):
+    """A model file as attn train writes one (safetensors, F32, with __metadata__), random
+    weights; returns its float64 tensors and config for the NumPy rebuild."""
+    rng = np.random.default_rng(seed)
+    outputs = ["negative", "positive"] if task == "classify" else WORDS[:5]
+    shapes = {"embedding.weight": (len(WORDS), embed_dim), "head.0.weight": (hidden, dim),
+              "head.0.bias": (hidden,), "head.2.weight": (len(outputs), hidden),
+              "head.2.bias": (len(outputs),), "attention.out_proj.weight": (dim, dim),
+              "attention.out_proj.bias": (dim,)}
+    for p in "qkv":
+        shapes[f"attention.{p}_proj_weight"] = (dim, embed_dim)
+        shapes[f"attention.{p}_proj_bias"] = (dim,)
+    if max_positions:
+        shapes["position.weight"] = (max_positions, embed_dim)
+    tensors = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in shapes.items()}
+    config = {"task": task, "embeddings": "stored", "embeddings_trained": True,
+              "embed_dim": embed_dim, "dim": dim, "heads": heads, "hidden": hidden,
+              "max_positions": max_positions}
+    header, blobs, offset = {}, [], 0
+    for name in sorted(tensors):
+        blob = tensors[name].tobytes()
+        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
+                        "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    header["__metadata__"] = {"format": "attn-text-model/1", "config": json.dumps(config),
+                              "outputs": json.dumps(outputs), "input_words": json.dumps(WORDS)}
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+    return {k: v.astype(np.float64) for k, v in tensors.items()}, config, outputs
+
+
+def numpy_y(t, config, words):
+    """The attention block's output y = out_proj(attention) [L, E], causal for next-word."""
+    ids = [WORDS.index(w) for w in words]
+    x = t["embedding.weight"][ids]
+    if config["max_positions"]:
+        x = x + t["position.weight"][: len(ids)]
+    h, e = config["heads"], config["dim"]
+    d, n = e // h, len(ids)
+
+    def project(p):  # [L, E] → [H, L, D]
+        y = x @ t[f"attention.{p}_proj_weight"].T + t[f"attention.{p}_proj_bias"]
+        return y.reshape(n, h, d).transpose(1, 0, 2)
+
+    q, k, v = project("q"), project("k"), project("v")
+    s = q @ k.transpose(0, 2, 1) / np.sqrt(d)
+    if config["task"] == "next-word":
+        s = np.where(np.triu(np.ones((n, n), bool), 1), -np.inf, s)
+    a = np.exp(s - s.max(-1, keepdims=True))
+    a /= a.sum(-1, keepdims=True)
+    o = (a @ v).transpose(1, 0, 2).reshape(n, e)
+    return o @ t["attention.out_proj.weight"].T + t["attention.out_proj.bias"]
+
+
+def numpy_probabilities(t, config, words):
+    hidden = np.maximum(numpy_y(t, config, words).mean(0) @ t["head.0.weight"].T + t["head.0.bias"], 0)
+    z = hidden @ t["head.2.weight"].T + t["head.2.bias"]
+    p = np.exp(z - z.max())
+    return p / p.sum()
+
+
+def rel_error(got, want):
+    return np.linalg.norm(np.asarray(got, np.float64) - want) / np.linalg.norm(want)
+
+
+@pytest.fixture(scope="module")
+def hand_models(tmp_path_factory):
+    """{"classify": (path, tensors, config, outputs), "next-word": …} (next-word: causal, with
+    3 learned positions)."""
+    folder = tmp_path_factory.mktemp("models")
+    out = {}
+    for task, kwargs in [("classify", {}), ("next-word", {"max_positions": 3, "heads": 4, "seed": 1})]:
+        path = folder / f"{task}.safetensors"
+        out[task] = (path, *write_model(path, task, **kwargs))
+    return out
+
+
+def test_load_and_properties(hand_models):
+    path, _, config, outputs = hand_models["classify"]
+    m = attn.TextModel.load(path)
+    assert m.labels == outputs and m.task == "classify" and m.dim == 8 and m.heads == 2
+    assert repr(m) == "attn.TextModel(task='classify', labels=2, dim=8, heads=2)"
+    assert attn.TextModel.load(str(path)).labels == outputs
+
+
+@pytest.mark.parametrize("task,text,words", [
+    ("classify", "The movie was not good.", ["the", "movie", "was", "not", "good", "."]),
+    ("next-word", "the movie was", ["the", "movie", "was"]),
+    # learned positions reach 3 tokens: the last 3 known words stay
+    ("next-word", "the movie was never good", ["was", "never", "good"]),
+])
+def test_embed_is_the_attention_blocks_output(hand_models, task, text, words):
+    path, t, config, _ = hand_models[task]
+    tokens, e = attn.TextModel.load(path).embed(text)
+    assert tokens == words
+    assert isinstance(e, np.ndarray) and e.dtype == np.float32 and e.shape == (len(words), 8)
+    assert rel_error(e, numpy_y(t, config, words)) < RTOL
+
+
+def test_next_word_embeddings_are_causal(hand_models):
+    m = attn.TextModel.load(hand_models["next-word"][0])
+    _, short = m.embed("the movie")
+    _, long = m.embed("the movie was")
+    np.testing.assert_array_equal(long[:2], short)
+
+
+def test_unknown_words_warn_or_raise_with_strict(hand_models):
+    m = attn.TextModel.load(hand_models["classify"][0])
+    with pytest.warns(UserWarning, match="not known to the model: zzqxv"):
+        tokens, e = m.embed("the zzqxv movie")
+    assert tokens == ["the", "movie"] and e.shape == (2, 8)
+    with pytest.raises(attn.UsageError, match="unknown token 'zzqxv'"):
+        m.embed("the zzqxv movie", strict=True)
+    with pytest.raises(attn.UsageError, match="no word of the text is known") as info:
+        m.embed("zzqxv qqzzx")
+    assert info.value.kind == "usage"
+
+
+def test_predict_gives_labels_and_probabilities(hand_models):
+    path, t, config, outputs = hand_models["next-word"]
+    m = attn.TextModel.load(path)
+    got = m.predict("the movie", k=3)
+    want = numpy_probabilities(t, config, ["the", "movie"])
+    order = np.argsort(-want, kind="stable")[:3]
+    assert [label for label, _ in got] == [outputs[i] for i in order]
+    assert all(isinstance(p, float) for _, p in got)
+    np.testing.assert_allclose([p for _, p in got], want[order], rtol=RTOL)
+    assert len(m.predict("the movie")) == 5  # k=5 by default, all five outputs here
+    assert len(m.predict("the movie", k=100)) == 5
+    with pytest.raises(attn.UsageError):
+        m.predict("the movie", k=0)
+
+
+def test_evaluate_gives_accuracy_loss_and_n(hand_models, tmp_path):
+    path, t, config, outputs = hand_models["classify"]
+    lines = [("positive", "the movie was good"), ("negative", "the movie was not good"),
+             ("negative", "never bad"), ("other", "good")]  # an unknown label is skipped
+    data = tmp_path / "data.tsv"
+    data.write_text("".join(f"{label}\t{text}\n" for label, text in lines))
+    got = attn.TextModel.load(path).evaluate(data)
+    assert set(got) == {"accuracy", "loss", "n"} and got["n"] == 3
+    probs = [numpy_probabilities(t, config, text.split()) for _, text in lines[:3]]
+    labels = [outputs.index(label) for label, _ in lines[:3]]
+    assert got["accuracy"] == pytest.approx(np.mean([p.argmax() == y for p, y in zip(probs, labels)]))
+    assert got["loss"] == pytest.approx(np.mean([-np.log(p[y]) for p, y in zip(probs, labels)]), rel=1e-5)
+
+
+def test_attn_embed_takes_a_model_or_its_path(hand_models):
+    path, *_ = hand_models["classify"]
+    m = attn.TextModel.load(path)
+    tokens, want = m.embed("the movie was bad")
+    for model in (m, str(path), path):
+        got = attn.embed("the movie was bad", model=model)
+        assert len(got) == 3 and got[0] == tokens and got[2] is None
+        np.testing.assert_array_equal(got[1], want)
+    with pytest.raises(attn.UsageError, match="excludes"):
+        attn.embed("the movie", vectors=attn.Vectors.load(), model=m)
+    with pytest.raises(attn.UsageError, match="excludes"):
+        attn.embed("the movie", scale="none", model=m)
+    with pytest.raises(TypeError):
+        attn.embed("the movie", model=3)
+    # Without a model, attn.embed is basic self-attention on word vectors, as before.
+    tokens, c, a = attn.embed("the movie was bad")
+    assert c.shape == (4, 100) and a.shape == (4, 4)
+
+
+def test_missing_model_is_an_input_error(tmp_path):
+    with pytest.raises(attn.InputError) as info:
+        attn.TextModel.load(tmp_path / "none.safetensors")
+    assert info.value.file == str(tmp_path / "none.safetensors")
+    with pytest.raises(attn.InputError):
+        attn.embed("the movie", model=str(tmp_path / "none.safetensors"))
+    broken = tmp_path / "broken.safetensors"
+    broken.write_bytes(b"\x02\x00\x00\x00\x00\x00\x00\x00{}")
+    with pytest.raises(attn.InputError, match="not an attn text model"):
+        attn.TextModel.load(broken)
+
+
+# ---- against the CLI ----
+
+def cli():
+    binary = os.environ.get("ATTN_BIN") or os.path.join(
+        os.path.dirname(__file__), "..", "..", "build", "bin", "attn")
+    if not os.path.exists(binary):
+        pytest.skip("the attn CLI is not built (set ATTN_BIN)")
+    return os.path.abspath(binary)
+
+
+def run_cli(*args):
+    r = subprocess.run([cli(), *map(str, args)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+@pytest.fixture(scope="module")
+def trained_model(tmp_path_factory):
+    """The negation classifier trained by the CLI (default GloVe embeddings, 2 epochs)."""
+    path = tmp_path_factory.mktemp("trained") / "negation.safetensors"
+    run_cli("train", "--task", "classify", "--data", os.path.join(DATA, "negation_train.tsv"),
+            "--epochs", "2", "--seed", "1", "-o", path)
+    return path
+
+
+@pytest.mark.parametrize("text", ["the movie was not good", "that book seemed never dull zzqxv"])
+def test_embed_equals_the_clis_json(hand_models, trained_model, text):
+    for path in (trained_model, hand_models["classify"][0], hand_models["next-word"][0]):
+        want = json.loads(run_cli("embed", "--model", path, "--format", "json", text))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tokens, e = attn.TextModel.load(path).embed(text)
+        if not want["tokens"]:
+            continue
+        assert tokens == want["tokens"]
+        # The JSON holds each float32 in its shortest exact form: the same bits.
+        np.testing.assert_array_equal(e, np.array(want["embeddings"], np.float32))
+
+
+@pytest.mark.parametrize("text", ["the movie was not good", "the movie was good",
+                                  "that book seemed never dull", "was bad"])
+def test_predicts_first_label_is_the_clis_first_line(hand_models, trained_model, text):
+    for path in (trained_model, hand_models["next-word"][0]):
+        want = run_cli("predict", "--model", path, text).splitlines()[0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert attn.TextModel.load(path).predict(text)[0][0] == want

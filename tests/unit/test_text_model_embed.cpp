@@ -1,0 +1,128 @@
+// text_model::embed: each row is the model's last attention block's output for a token (the
+// network's cache.y), causal for next-word models; embed_vocabulary runs each input word alone;
+// a text with no known word is a usage error.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "attn/error.hpp"
+#include "attn/text_model.hpp"
+#include "attn/train.hpp"
+#include "nn/network.hpp"
+#include "train/dataset.hpp"
+#include "train/text_model_impl.hpp"
+
+namespace {
+
+std::string data_file(const std::string& name) { return std::string(ATTN_TEST_DATA) + "/" + name; }
+
+// Small models with learned embeddings (no embedded GloVe to load), trained briefly so their
+// weights are not the initial ones: a causal next-word model with positions, and a classifier.
+attn::text_model train_small(attn::text_task task, const std::string& data) {
+  attn::train_options o;
+  o.task = task;
+  o.data = data_file(data);
+  o.learn_embeddings = 12;
+  o.dim = 9;
+  o.heads = 3;
+  o.hidden = 7;
+  o.positions = task == attn::text_task::next_word;
+  o.epochs = task == attn::text_task::next_word ? 20 : 1;
+  o.seed = 3;
+  return std::move(attn::train_text_model(o).model);
+}
+
+const attn::text_model& next_word_model() {
+  static const attn::text_model m = train_small(attn::text_task::next_word, "seed003_toy.txt");
+  return m;
+}
+
+const attn::text_model& classifier() {
+  static const attn::text_model m = train_small(attn::text_task::classify, "negation_train.tsv");
+  return m;
+}
+
+// cache.y [1, L, E] of the network's own forward on the words' ids.
+std::vector<float> forward_y(const attn::text_model& model, const std::vector<std::string>& words) {
+  const auto& m = model.internals();
+  attn::train::encoded_example e;
+  for (const std::string& w : words) e.inputs.push_back(m.inputs.find(w));
+  attn::nn::batch b = attn::train::make_batch({&e}, attn::text_task::classify);
+  attn::nn::network_cache<float> cache;
+  m.net.forward(b, cache);
+  return cache.y;
+}
+
+void expect_rows_are_cache_y(const attn::text_model& model, const std::string& text,
+                             const std::vector<std::string>& words) {
+  const attn::contextual_embedding e = model.embed(text);
+  ASSERT_EQ(e.tokens, words);
+  const int64_t l = static_cast<int64_t>(words.size()), dim = model.config().dim;
+  ASSERT_EQ(e.embeddings.shape(), (attn::shape_t{l, dim}));
+  const std::vector<float> y = forward_y(model, words);
+  ASSERT_EQ(static_cast<int64_t>(y.size()), l * dim);
+  // The same forward on the same ids: the same bits.
+  for (int64_t i = 0; i < l * dim; ++i)
+    ASSERT_EQ(e.embeddings.data()[i], y[static_cast<size_t>(i)]) << text << " at " << i;
+}
+
+TEST(text_model_embed, rows_are_the_attention_blocks_output) {
+  expect_rows_are_cache_y(next_word_model(), "not like hate", {"not", "like", "hate"});
+  expect_rows_are_cache_y(classifier(), "The movie was not good", {"the", "movie", "was", "not", "good"});
+}
+
+TEST(text_model_embed, unknown_words_are_left_out_and_listed) {
+  const attn::contextual_embedding e = next_word_model().embed("not zzqxv like");
+  EXPECT_EQ(e.tokens, (std::vector<std::string>{"not", "like"}));
+  EXPECT_EQ(e.unknown, (std::vector<std::string>{"zzqxv"}));
+  EXPECT_TRUE(next_word_model().knows("like"));
+  EXPECT_FALSE(next_word_model().knows("zzqxv"));
+}
+
+TEST(text_model_embed, next_word_attention_is_causal_and_the_classifiers_is_not) {
+  // A causal model's row t depends on tokens ≤ t only: a longer text leaves earlier rows as
+  // they were. The classifier's every row sees the whole sentence.
+  const auto rows_equal = [](const attn::text_model& m, const std::string& shorter,
+                             const std::string& longer) {
+    const attn::tensor a = m.embed(shorter).embeddings, b = m.embed(longer).embeddings;
+    const int64_t n = a.numel();
+    return std::equal(a.data(), a.data() + n, b.data());
+  };
+  EXPECT_TRUE(rows_equal(next_word_model(), "not like", "not like hate"));
+  EXPECT_FALSE(rows_equal(classifier(), "the movie", "the movie was bad"));
+}
+
+TEST(text_model_embed, vocabulary_rows_are_each_word_alone) {
+  const attn::text_model& m = classifier();
+  const attn::vectors alone = m.embed_vocabulary();
+  ASSERT_EQ(alone.size(), m.input_vocabulary());
+  ASSERT_EQ(alone.dim(), m.config().dim);
+  // Batches of thousands against a batch of one: the products may block differently, so
+  // rounding may differ; 1e-5 relative is ~100 float32 ulps on sums of 12-18 terms.
+  for (const std::string word : {"the", "not", "good", "movie"}) {
+    const attn::tensor want = m.embed(word).embeddings;
+    const auto got = alone.vector(*alone.find(word));
+    double diff = 0, norm = 0;
+    for (int64_t j = 0; j < want.numel(); ++j) {
+      diff += std::pow(double(got[static_cast<size_t>(j)]) - want.data()[j], 2);
+      norm += std::pow(double(want.data()[j]), 2);
+    }
+    EXPECT_LE(std::sqrt(diff), 1e-5 * std::sqrt(norm)) << word;
+  }
+}
+
+TEST(text_model_embed, a_text_with_no_known_word_is_a_usage_error) {
+  try {
+    next_word_model().embed("zzqxv qqzzx");
+    FAIL() << "expected an error";
+  } catch (const attn::error& e) {
+    EXPECT_EQ(e.kind(), attn::error_kind::usage);
+    EXPECT_NE(std::string(e.what()).find("no word of the text is known"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
