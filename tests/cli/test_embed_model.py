@@ -230,8 +230,9 @@ def test_neighbors_compares_the_contextual_vector_with_words_alone(attn, models)
     assert r.code == 0, r.err
     lines = r.out.splitlines()
     assert lines[0] == f'"good" in: {text}'
+    # The 50,000 default words and the learned row for "i", which the default vectors lack.
     assert lines[1].startswith(f"model: {model} (classify, 4 heads, 100 dims); alone: each of "
-                               "its 50000 words as a one-token text")
+                               "its 50001 words as a one-token text")
     assert lines[3].split() == ["alone", '"good"', "contextual", '"good"']
     ranked = [line.split() for line in lines[4:8]]
     assert [row[0] for row in ranked] == ["1", "2", "3", "4"] and lines[8] == ""

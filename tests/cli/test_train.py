@@ -91,7 +91,7 @@ def test_classify_with_learned_embeddings_and_unknown_words(attn, tmp_path):
     assert r.code == 0, r.err
     out = json.loads(r.out)
     assert out["n"] == 2 and out["accuracy"] == 1.0  # the unknown label "other" is skipped
-    assert "1 tokens without an embedding" in r.err and "1 lines skipped" in r.err
+    assert "1 words without an embedding" in r.err and "1 lines skipped" in r.err
     r = attn("predict", "--model", model, "zzzunknown good")
     assert r.code == 0 and r.out.splitlines()[0] == "pos"
     assert "unknown word skipped: zzzunknown" in r.err
