@@ -41,6 +41,9 @@ void report_data(const char* what, const data_summary& s) {
   fmt::print(stderr, "{} {}: {} lines, {} tokens\n", what, s.source, s.lines, s.tokens);
   if (s.new_words > 0)
     fmt::print(stderr, "  {} words without a pre-trained vector got learned rows\n", s.new_words);
+  if (s.tuned_words > 0)
+    fmt::print(stderr, "  {} words' default vectors fine-tuned (every other word keeps its "
+                       "vector)\n", s.tuned_words);
   if (s.unknown_words > 0)
     warn(fmt::format("{}: {} tokens without an embedding skipped (e.g. {})", s.source,
                      s.unknown_words, fmt::join(s.unknown_examples, ", ")));
@@ -115,15 +118,19 @@ void run(const train_args& args) {
   }
   const text_model_config& c = result.model.config();
   write_output(args.output, result.model.encode());
+  const bool defaults = c.embeddings == embedding_source::default_vectors;
+  std::string rows;
+  if (defaults && c.embeddings_trained)
+    rows = fmt::format(", {} rows learned (the training words' fine-tuned, the rest frozen)",
+                       c.new_words);
+  else if (defaults)
+    rows = c.new_words > 0 ? fmt::format(", frozen, {} new words learned", c.new_words) : ", frozen";
   fmt::print(stderr, "saved {}: {} {}, {} embeddings ({} words, {} dims{}), {}, {} heads, dim {}, "
                      "{} pooling, hidden {}{}\n",
              args.output, result.model.outputs().size(),
              c.task == text_task::classify ? "labels" : "output words",
-             c.embeddings == embedding_source::default_vectors ? "default GloVe" :
-             c.embeddings_trained ? "trained" : "stored",
-             result.model.input_vocabulary(), c.embed_dim,
-             c.embeddings_trained || c.embeddings == embedding_source::stored ? "" :
-             c.new_words > 0 ? fmt::format(", frozen, {} new words learned", c.new_words) : ", frozen",
+             defaults ? "default GloVe" : c.embeddings_trained ? "trained" : "stored",
+             result.model.input_vocabulary(), c.embed_dim, rows,
              c.layers == 0 ? std::string("the seeds' attention layer")
                            : fmt::format("{} encoder layer{} (feed-forward {})", c.layers,
                                          c.layers == 1 ? "" : "s", c.feedforward),

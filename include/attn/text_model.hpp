@@ -49,7 +49,9 @@ struct text_model_config {
   embedding_source embeddings = embedding_source::default_vectors;
   bool embeddings_trained = false;  // fine-tuned or learned from scratch
   int64_t embed_dim = 0;            // the word vectors' width
-  int64_t new_words = 0;            // rows learned for training words the vectors lack
+  int64_t new_words = 0;            // learned rows: training words the vectors lack, and (the
+                                    // default vectors fine-tuned) copies of the training words'
+                                    // vectors, which then replace them
   int64_t dim = 0;                  // the attention's width E
   int64_t heads = 1;
   int64_t layers = 0;               // 0: the seeds' attention layer; N: N encoder layers

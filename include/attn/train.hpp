@@ -54,6 +54,7 @@ struct data_summary {
   std::string source;          // the file, or how the lines were taken from it
   int64_t lines = 0, tokens = 0;
   int64_t new_words = 0;       // training words without a pre-trained vector given a row
+  int64_t tuned_words = 0;     // training words whose default vector got a fine-tuned copy
   int64_t unknown_words = 0;   // skipped: no embedding
   int64_t skipped_lines = 0;   // nothing left to learn from
   std::vector<std::string> unknown_examples;  // the first few unknown words

@@ -48,6 +48,12 @@ int64_t word_index::find(const std::string& word) const {
   return it == index_.end() ? -1 : it->second;
 }
 
+int64_t word_index::add_row(const std::string& word) {
+  index_[word] = size();
+  words_.push_back(word);
+  return size() - 1;
+}
+
 int64_t word_index::add(const std::string& word) {
   auto [it, added] = index_.try_emplace(word, size());
   if (added) words_.push_back(word);

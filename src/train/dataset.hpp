@@ -29,8 +29,12 @@ class word_index {
   explicit word_index(std::vector<std::string> words);
   int64_t find(const std::string& word) const;  // -1 when absent
   int64_t add(const std::string& word);         // its index, new or not
+  // A new row for the word, which from now on maps to it (a fine-tuned copy of a pre-trained
+  // row: the old row stays, unreachable by name). Returns the new index.
+  int64_t add_row(const std::string& word);
   const std::vector<std::string>& words() const { return words_; }
-  int64_t size() const { return static_cast<int64_t>(words_.size()); }
+  int64_t size() const { return static_cast<int64_t>(words_.size()); }  // rows
+  int64_t distinct() const { return static_cast<int64_t>(index_.size()); }  // words
 
  private:
   std::vector<std::string> words_;

@@ -50,7 +50,7 @@ text_model::text_model(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 
 const text_model_config& text_model::config() const { return impl_->config; }
 const std::vector<std::string>& text_model::outputs() const { return impl_->outputs.words(); }
-int64_t text_model::input_vocabulary() const { return impl_->inputs.size(); }
+int64_t text_model::input_vocabulary() const { return impl_->inputs.distinct(); }
 
 std::string text_model::encode() const {
   const impl& m = *impl_;
@@ -157,11 +157,14 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
     input_words.reserve(static_cast<size_t>(defaults->size()));
     for (int64_t i = 0; i < defaults->size(); ++i) input_words.emplace_back(defaults->word(i));
   }
-  input_words.insert(input_words.end(), new_words.begin(), new_words.end());
-  train::word_index in(input_words), out(outputs);
+  train::word_index in(input_words), out(outputs), learned(new_words);
+  // A learned row may replace a default vector (fine-tuned), but no word has two learned rows.
+  for (const std::string& w : new_words)
+    if (c.embeddings == embedding_source::default_vectors) in.add_row(w);
+    else in.add(w);
   // Checked before the network is sized from them: a repeated word would shrink the table.
-  if (in.size() != static_cast<int64_t>(input_words.size()) ||
-      out.size() != static_cast<int64_t>(outputs.size()))
+  if (in.size() != static_cast<int64_t>(input_words.size() + new_words.size()) ||
+      learned.size() != c.new_words || out.size() != static_cast<int64_t>(outputs.size()))
     throw_input(source, "bad model metadata: repeated words or labels");
   auto m = std::make_unique<impl>(c, std::move(in), std::move(out));
   for (nn::parameter<float>* p : m->net.parameters()) {
@@ -285,7 +288,9 @@ nn::network_shape network_shape_for(const text_model_config& c, int64_t vocabula
   s.classes = classes;
   s.positions = c.max_positions;
   s.causal = c.task == text_task::next_word;
-  s.train_embeddings = c.embeddings_trained;
+  // Fine-tuning the default vectors trains copies of the training words' rows (new_words); the
+  // table itself stays frozen.
+  s.train_embeddings = c.embeddings_trained && c.embeddings == embedding_source::stored;
   return s;
 }
 

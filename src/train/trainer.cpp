@@ -55,9 +55,11 @@ void check_options(const train_options& o) {
     throw_usage(fmt::format("the validation share must be in (0, 1), got {}", o.valid_share));
 }
 
+// The embedded default vectors stay in the binary, so the model file names them instead of
+// copying them; fine-tuned, the training words get rows of their own (starting from their
+// vectors) and every other word keeps its vector.
 bool uses_default_vectors(const train_options& o) {
-  return o.word_vectors != nullptr && o.word_vectors->source() == "<default>" &&
-         !o.finetune_embeddings;
+  return o.word_vectors != nullptr && o.word_vectors->source() == "<default>";
 }
 
 // Token sequences as hashes (FNV-1a over the tokens, with a separator), to find the lines that
@@ -144,14 +146,16 @@ std::vector<std::pair<std::string, int64_t>> word_counts(const std::vector<text_
 }
 
 struct vocabulary {
-  word_index words;       // the table's rows, then the new words' rows
-  int64_t new_words = 0;  // how many of the last rows are new words
+  word_index words;       // the table's rows, then the learned rows
+  int64_t new_words = 0;  // how many of the last rows are learned (new words and tuned ones)
+  int64_t tuned = 0;      // of those, fine-tuned copies of default vectors
 };
 
 // The words with an embedding: every word of the default vectors (they are in the binary, so
 // predict can use words never seen in training), or the data's words with a pre-trained vector,
-// or (learned embeddings) the training words; then the training words that have no pre-trained
-// vector but occur at least min_count times, each with a row of its own.
+// or (learned embeddings) the training words; then learned rows: the training words that have
+// no pre-trained vector but occur at least min_count times, and, fine-tuning the default
+// vectors, a trainable copy of each training word's vector.
 vocabulary input_words(const train_options& o, const std::vector<text_example>& train_set,
                        const std::vector<text_example>& valid_set) {
   vocabulary v;
@@ -172,9 +176,16 @@ vocabulary input_words(const train_options& o, const std::vector<text_example>& 
           if (o.word_vectors->find(t)) v.words.add(t);
   }
   const int64_t table = v.words.size();
-  if (o.min_count > 0)
-    for (const auto& [w, n] : counts)
-      if (n >= o.min_count && !o.word_vectors->find(w)) v.words.add(w);
+  const bool tune = uses_default_vectors(o) && o.finetune_embeddings;
+  for (const auto& [w, n] : counts) {
+    const bool known = o.word_vectors->find(w).has_value();
+    if (!known && o.min_count > 0 && n >= o.min_count) {
+      v.words.add(w);
+    } else if (known && tune) {
+      v.words.add_row(w);
+      ++v.tuned;
+    }
+  }
   v.new_words = v.words.size() - table;
   return v;
 }
@@ -230,7 +241,17 @@ void initialise(nn::network<float>& net, const train_options& o, const word_inde
       for (float x : row) squares += static_cast<double>(x) * x;
     }
     const double rms = s.vocabulary > 0 ? std::sqrt(squares / static_cast<double>(s.vocabulary * s.embed)) : 1.0;
-    for (float& x : net.new_words.value) x = static_cast<float>(rms * r.normal());
+    // Learned rows: a copy of the word's vector to fine-tune, or a new word's random start.
+    for (int64_t i = 0; i < s.new_words; ++i) {
+      const std::string& w = inputs.words()[static_cast<size_t>(s.vocabulary + i)];
+      float* row = net.new_words.value.data() + i * s.embed;
+      if (auto known = o.word_vectors->find(w)) {
+        auto v = o.word_vectors->vector(*known);
+        std::copy(v.begin(), v.end(), row);
+      } else {
+        for (int64_t j = 0; j < s.embed; ++j) row[j] = static_cast<float>(rms * r.normal());
+      }
+    }
   } else {
     for (float& x : net.embedding.value) x = static_cast<float>(r.normal());
   }
@@ -349,7 +370,8 @@ train_result train_text_model(const train_options& o, const train_callbacks& cb)
 
   vocabulary vocab = input_words(o, train_set, valid_set);
   c.new_words = vocab.new_words;
-  result.train.new_words = vocab.new_words;
+  result.train.new_words = vocab.new_words - vocab.tuned;
+  result.train.tuned_words = vocab.tuned;
   word_index outputs = output_words(o.task, train_set, vocab.words);
   if (outputs.size() == 0)
     throw_input(o.data, "no word of the training data has an embedding (nothing to predict)");
