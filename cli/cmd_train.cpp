@@ -19,13 +19,14 @@ namespace {
 struct train_args {
   std::string task, data, valid, vectors, output;
   int64_t learn_embeddings = 0, heads = 4, dim = 0, hidden = 0, epochs = 0, batch = 32;
+  bool finetune = train_options{}.finetune_embeddings;
   int64_t min_count = train_options{}.min_count, layers = train_options{}.layers, feedforward = 0;
   int64_t patience = train_options{}.patience;
   std::string pool = pooling_name(train_options{}.pool);
   double dropout = train_options{}.dropout;
-  double lr = 3e-3, weight_decay = 0.01, clip = 1.0, warmup = 0.05;
+  double lr = train_options{}.lr, weight_decay = 0.01, clip = 1.0, warmup = 0.05;
   uint64_t seed = 0;
-  bool finetune = false, positions = false;
+  bool positions = false;
 };
 
 std::atomic<bool> interrupted{false};
@@ -100,10 +101,11 @@ void run(const train_args& args) {
     std::exit(130);
   }
   report_data("trained on", result.train);
-  if (!result.valid.source.empty()) report_data("validated on", result.valid);
   if (result.left_out > 0)
     fmt::print(stderr, "  {} training lines inside held-out lines left out (their labels would "
                        "leak)\n", result.left_out);
+  if (!result.valid.source.empty())
+    report_data("validated on", result.valid);
   else
     fmt::print(stderr, "no validation: {} lines are too few to hold some out (the last epoch is "
                        "kept)\n", result.train.lines);
@@ -156,7 +158,9 @@ void add_train_command(CLI::App& app) {
   sub->add_option("--learn-embeddings", args->learn_embeddings,
                   "Learn embeddings of this width from the data instead of pre-trained ones")
       ->check(CLI::PositiveNumber);
-  sub->add_flag("--finetune-embeddings", args->finetune, "Train the pre-trained vectors too");
+  sub->add_flag("--finetune-embeddings,!--frozen-embeddings", args->finetune,
+                "Train the pre-trained vectors too (the default; with the embedded GloVe, a copy "
+                "of each training word's vector), or keep them frozen");
   sub->add_flag("--positions", args->positions, "Add learned positional embeddings");
   sub->add_option("--heads", args->heads, "Attention heads (default 4; divides --dim)")
       ->check(CLI::PositiveNumber);
@@ -165,8 +169,8 @@ void add_train_command(CLI::App& app) {
   sub->add_option("--hidden", args->hidden, "MLP hidden width (default: the attention width)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--epochs", args->epochs,
-                  "Most passes over the data (default: enough for 400 optimiser steps, at least "
-                  "6, at most 400; early stopping may end sooner)")
+                  "Most passes over the data (default: enough for 1000 optimiser steps, at least "
+                  "4, at most 1000; early stopping may end sooner)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--patience", args->patience,
                   "Stop after this many epochs without a better validation score (default 3)")
@@ -182,10 +186,11 @@ void add_train_command(CLI::App& app) {
   sub->add_option("--feedforward", args->feedforward,
                   "Encoder layers' feed-forward width (default: twice --dim)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--pool", args->pool, "How token vectors become one: mean, max, mean+max or attention (a learned query's weights)");
-  sub->add_option("--dropout", args->dropout, "Dropout on the embeddings and the pooled vector")
+  sub->add_option("--pool", args->pool, "How token vectors become one: max (default), mean (the seeds'), mean+max or "
+                  "attention (a learned query's weights)");
+  sub->add_option("--dropout", args->dropout, "Dropout on the embeddings and the pooled vector (default 0.3)")
       ->check(CLI::Range(0.0, 0.95));
-  sub->add_option("--lr", args->lr, "Peak learning rate (default 0.003)")
+  sub->add_option("--lr", args->lr, "Peak learning rate (default 0.001)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--batch", args->batch, "Lines per step (default 32)")
       ->check(CLI::PositiveNumber);

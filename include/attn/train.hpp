@@ -25,7 +25,9 @@ struct train_options {
   // The embedded default (source "<default>") is referenced by the model file, not copied.
   const vectors* word_vectors = nullptr;
   int64_t learn_embeddings = 0;  // > 0: learn embeddings of this width from scratch
-  bool finetune_embeddings = false;
+  // Train the pre-trained vectors too (with the default vectors: a copy of each training word's
+  // row; every other word keeps its vector). Learned embeddings always train.
+  bool finetune_embeddings = true;
   // Training words without a pre-trained vector that occur at least this often get a learned
   // row (0: none do, the seeds' behaviour: such words are skipped).
   int64_t min_count = 1;
@@ -34,15 +36,15 @@ struct train_options {
   int64_t dim = 0;     // attention width; 0: the embedding width
   int64_t layers = 0;  // 0: the seeds' attention layer; N: N Transformer encoder layers
   int64_t feedforward = 0;  // encoder layers' feed-forward width; 0: twice the attention width
-  pooling pool = pooling::mean;
+  pooling pool = pooling::max;
   int64_t hidden = 0;  // MLP hidden width; 0: the attention width
-  double dropout = 0;  // on the embeddings and the pooled vector
+  double dropout = 0.3;  // on the embeddings and the pooled vector
   int64_t epochs = 0;  // an upper bound; 0: enough epochs for min_steps optimiser steps
   int64_t min_steps = 0;     // the automatic budget (see trainer.cpp for its default)
   int64_t patience = 3;      // stop after this many epochs without a better validation score
   double valid_share = 0.1;  // held out when there is no validation file
   int64_t valid_min_lines = 200;
-  double lr = 3e-3;
+  double lr = 1e-3;
   int64_t batch = 32;
   uint64_t seed = 0;
   double weight_decay = 0.01;

@@ -28,9 +28,9 @@ using train::word_index;
 // The automatic budget: enough optimiser steps to fit a small file (seed 003's four lines take
 // one step an epoch), at least min_epochs passes over a large one, and never more than
 // max_epochs. Early stopping ends large runs once the validation score stops improving.
-constexpr int64_t default_min_steps = 400;
-constexpr int64_t min_epochs = 6;
-constexpr int64_t max_epochs = 400;
+constexpr int64_t default_min_steps = 1000;
+constexpr int64_t min_epochs = 4;
+constexpr int64_t max_epochs = 1000;
 constexpr int64_t max_valid_lines = 5000;
 
 void check_options(const train_options& o) {
@@ -47,8 +47,6 @@ void check_options(const train_options& o) {
     throw_usage(fmt::format("--dropout must be in [0, 1), got {}", o.dropout));
   if ((o.word_vectors == nullptr) == (o.learn_embeddings <= 0))
     throw_usage("give word vectors or --learn-embeddings DIM, not both");
-  if (o.finetune_embeddings && o.word_vectors == nullptr)
-    throw_usage("--finetune-embeddings needs pre-trained vectors (not --learn-embeddings)");
   if (!(o.weight_decay >= 0) || !(o.clip >= 0) || !(o.warmup >= 0 && o.warmup <= 1))
     throw_usage("weight decay and clip must be ≥ 0, warm-up between 0 and 1");
   if (!(o.valid_share > 0 && o.valid_share < 1))

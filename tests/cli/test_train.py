@@ -26,7 +26,7 @@ def read_metadata(path):
 @pytest.fixture
 def toy_model(tmp_path, attn):
     model = tmp_path / "toy.safetensors"
-    r = attn("train", "--task", "next-word", "--data", TOY, "--epochs", "100", "-o", model)
+    r = attn("train", "--task", "next-word", "--data", TOY, "-o", model)
     assert r.code == 0, r.err
     return model
 
@@ -84,7 +84,7 @@ def test_classify_with_learned_embeddings_and_unknown_words(attn, tmp_path):
     valid.write_text("pos\tgood zzzunknown\nneg\tbad\nother\tgood\n")
     model = tmp_path / "m.safetensors"
     r = attn("train", "--task", "classify", "--data", data, "--valid", valid, "--learn-embeddings",
-             "16", "--heads", "2", "--epochs", "10", "--positions", "-o", model)
+             "16", "--heads", "2", "--positions", "-o", model)
     assert r.code == 0, r.err
     assert "valid accuracy" in r.err
     r = attn("eval", "--model", model, "--data", valid)

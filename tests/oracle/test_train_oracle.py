@@ -73,7 +73,8 @@ def next_word_model(tmp_path_factory):
     model = tmp_path_factory.mktemp("oracle") / "m.safetensors"
     r = subprocess.run([ATTN, "train", "--task", "next-word", "--data", TOY, "--learn-embeddings",
                         "12", "--heads", "3", "--dim", "9", "--hidden", "7", "--positions",
-                        "--epochs", "30", "-o", str(model)], capture_output=True, text=True)
+                        "--pool", "mean", "--epochs", "30", "-o", str(model)],
+                       capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     t, meta = read_safetensors(model)
     return (model, t, json.loads(meta["config"]), json.loads(meta["input_words"]),
