@@ -39,8 +39,9 @@ const std::map<std::string, std::string> synopses = {
     {"vectors", "attn vectors convert IN OUT [--top N] [--dtype f32|f16] | attn vectors info PATH"},
     {"train",
      "attn train --task next-word|classify --data FILE [--valid FILE] [--vectors PATH | "
-     "--learn-embeddings DIM] [--heads H] [--epochs N] [--lr X] [--batch N] [--seed S] "
-     "-o MODEL.safetensors"},
+     "--learn-embeddings DIM] [--frozen-embeddings] [--min-count N] [--layers N] "
+     "[--pool max|mean|mean+max|attention] [--dropout P] [--heads H] [--epochs N] "
+     "[--patience N] [--lr X] [--batch N] [--seed S] -o MODEL.safetensors"},
     {"predict", "attn predict --model MODEL [--top K] TEXT"},
     {"eval", "attn eval --model MODEL --data FILE"},
 };

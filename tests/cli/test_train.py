@@ -146,6 +146,11 @@ def test_ctrl_c_writes_nothing(tmp_path):
     (["--task", "next-word", "--data", TOY, "--heads", "3", "-o", "m.safetensors"], 1, "does not divide"),
     (["--task", "next-word", "--data", TOY, "--learn-embeddings", "8", "--vectors", "x", "-o", "m.st"],
      1, "exclude"),
+    (["--task", "next-word", "--data", TOY, "--pool", "median", "-o", "m.safetensors"], 1,
+     "--pool 'median'"),
+    (["--task", "next-word", "--data", TOY, "--dropout", "1", "-o", "m.safetensors"], 1, "--dropout"),
+    (["--task", "next-word", "--data", TOY, "--layers", "1", "--dim", "60", "-o", "m.safetensors"],
+     1, "residual"),
 ])
 def test_train_usage_and_input_errors(attn, tmp_path, args, code, message):
     r = attn("train", *args)
@@ -171,3 +176,30 @@ def test_predict_and_eval_errors(attn, toy_model, tmp_path):
     assert r.code == 2 and "not an attn text model" in r.err
     r = attn("eval", "--model", toy_model, "--data", tmp_path / "missing.txt")
     assert r.code == 2 and "missing.txt" in r.err
+
+
+def test_version_1_model_files_still_load(attn, tmp_path):
+    # A model of the seeds' shape written as attn-text-model/1 was (no layers, pool or new words
+    # in its config) predicts as it did.
+    model = tmp_path / "m.safetensors"
+    r = attn("train", "--task", "next-word", "--data", TOY, "--frozen-embeddings", "--pool", "mean",
+             "--min-count", "0", "--dropout", "0", "-o", model)
+    assert r.code == 0, r.err
+    before = attn("predict", "--model", model, "--top", "4", "not like").out
+    with open(model, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        data = f.read()
+    meta = header["__metadata__"]
+    meta["format"] = "attn-text-model/1"
+    config = json.loads(meta["config"])
+    for key in ["new_words", "layers", "feedforward", "pool", "dropout"]:
+        del config[key]
+    meta["config"] = json.dumps(config)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    old = tmp_path / "v1.safetensors"
+    old.write_bytes(struct.pack("<Q", len(text)) + text + data)
+    r = attn("predict", "--model", old, "--top", "4", "not like")
+    assert r.code == 0, r.err
+    assert r.out == before
