@@ -60,14 +60,19 @@ bool uses_default_vectors(const train_options& o) {
   return o.word_vectors != nullptr && o.word_vectors->source() == "<default>";
 }
 
-// Token sequences as hashes (FNV-1a over the tokens, with a separator), to find the lines that
-// are contained in others without storing every span.
-uint64_t span_hash(const std::vector<std::string>& tokens, size_t begin, size_t end) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (size_t i = begin; i < end; ++i) {
-    for (unsigned char ch : tokens[i]) h = (h ^ ch) * 0x100000001b3ULL;
-    h = (h ^ 0x1fU) * 0x100000001b3ULL;
-  }
+// Token sequences as hashes (FNV-1a over the tokens, each followed by a separator), to find the
+// lines that are contained in others without storing every span. The hash extends one token at a
+// time, so all spans starting at one place cost one pass.
+constexpr uint64_t fnv_offset = 0xcbf29ce484222325ULL;
+
+uint64_t extend_hash(uint64_t h, const std::string& token) {
+  for (unsigned char ch : token) h = (h ^ ch) * 0x100000001b3ULL;
+  return (h ^ 0x1fU) * 0x100000001b3ULL;
+}
+
+uint64_t line_hash(const std::vector<std::string>& tokens) {
+  uint64_t h = fnv_offset;
+  for (const std::string& t : tokens) h = extend_hash(h, t);
   return h;
 }
 
@@ -87,15 +92,17 @@ std::vector<text_example> hold_out(std::vector<text_example>& lines, const train
   if (n < o.valid_min_lines) return {};
   std::unordered_map<uint64_t, std::vector<size_t>> by_hash;  // a whole line → its indices
   for (size_t i = 0; i < lines.size(); ++i)
-    by_hash[span_hash(lines[i].tokens, 0, lines[i].tokens.size())].push_back(i);
+    by_hash[line_hash(lines[i].tokens)].push_back(i);
   // A line is contained when it is a proper span of another (hash equality, then the tokens).
   std::vector<bool> contained(lines.size(), false);
   const auto visit_spans = [&](size_t i, auto&& found) {
     const std::vector<std::string>& t = lines[i].tokens;
-    for (size_t b = 0; b < t.size(); ++b)
+    for (size_t b = 0; b < t.size(); ++b) {
+      uint64_t h = fnv_offset;
       for (size_t e = b + 1; e <= t.size(); ++e) {
+        h = extend_hash(h, t[e - 1]);  // the span [b, e)
         if (e - b == t.size()) continue;
-        auto it = by_hash.find(span_hash(t, b, e));
+        auto it = by_hash.find(h);
         if (it == by_hash.end()) continue;
         for (size_t j : it->second)
           if (lines[j].tokens.size() == e - b &&
@@ -103,6 +110,7 @@ std::vector<text_example> hold_out(std::vector<text_example>& lines, const train
                          t.begin() + static_cast<std::ptrdiff_t>(e), lines[j].tokens.begin()))
             found(j);
       }
+    }
   };
   for (size_t i = 0; i < lines.size(); ++i) visit_spans(i, [&](size_t j) { contained[j] = true; });
   std::vector<size_t> candidates;
@@ -119,7 +127,7 @@ std::vector<text_example> hold_out(std::vector<text_example>& lines, const train
   for (int64_t k = 0; k < take; ++k) {
     const size_t i = candidates[static_cast<size_t>(k)];
     visit_spans(i, [&](size_t j) { if (role[j] == 0) role[j] = 2; });
-    for (size_t j : by_hash[span_hash(lines[i].tokens, 0, lines[i].tokens.size())])
+    for (size_t j : by_hash[line_hash(lines[i].tokens)])
       if (role[j] == 0 && lines[j].tokens == lines[i].tokens) role[j] = 2;
   }
   std::vector<text_example> keep, valid;
