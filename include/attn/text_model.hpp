@@ -83,7 +83,7 @@ struct attention_map {
 };
 
 // What a trained model's attention makes of a text: for each token, the output of the model's
-// (last) attention block, before the mean pool (the vectors the MLP head averages). The
+// (last) attention block, before pooling (the vectors the pool combines). The
 // next-word model is causal: row t depends on tokens 0 … t only.
 struct contextual_embedding {
   std::vector<std::string> tokens;   // the L tokens the model used (known words, the last
