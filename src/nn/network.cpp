@@ -18,6 +18,24 @@ int64_t batch::tokens() const {
   return n;
 }
 
+template <class T>
+void parameter<T>::touch(const std::vector<int64_t>& rows) {
+  touched.insert(touched.end(), rows.begin(), rows.end());
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+}
+
+template <class T>
+void parameter<T>::clear_grad() {
+  if (!sparse()) {
+    std::fill(grad.begin(), grad.end(), T(0));
+    return;
+  }
+  for (int64_t r : touched)
+    std::fill_n(grad.begin() + r * row_width, row_width, T(0));
+  touched.clear();
+}
+
 namespace {
 
 template <class T>
@@ -88,6 +106,7 @@ network<T>::network(const network_shape& s) : shape_(s) {
   embedding.trainable = s.train_embeddings;
   if (!embedding.trainable) embedding.grad.clear();  // frozen: 50,000 GloVe rows need no gradient
   new_words = make<T>("embedding.new_words", {s.new_words, in}, false);
+  embedding.row_width = new_words.row_width = in;
   position = make<T>("position.weight", {s.positions, in}, false);
   if (s.layers == 0) attention = make_attention<T>("attention.", e, in);
   for (int64_t i = 0; i < s.layers; ++i) {
@@ -138,7 +157,7 @@ std::vector<const parameter<T>*> network<T>::parameters() const {
 template <class T>
 void network<T>::zero_grad() {
   for (parameter<T>* p : parameters())
-    if (p->trainable) std::fill(p->grad.begin(), p->grad.end(), T(0));
+    if (p->trainable) p->clear_grad();
 }
 
 template <class T>
@@ -313,8 +332,18 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
   embedding_backward(b.ids.data(), dx.data(), embedding.trainable ? embedding.grad.data() : nullptr,
                      s.vocabulary, s.new_words > 0 ? new_words.grad.data() : nullptr, tokens,
                      s.embed);
+  std::vector<int64_t> table_rows, new_rows;
+  for (int64_t i = 0; i < tokens; ++i) {
+    const int64_t id = b.ids[static_cast<size_t>(i)];
+    if (id >= s.vocabulary) new_rows.push_back(id - s.vocabulary);
+    else if (id >= 0 && embedding.trainable) table_rows.push_back(id);
+  }
+  embedding.touch(table_rows);
+  new_words.touch(new_rows);
 }
 
+template struct parameter<float>;
+template struct parameter<double>;
 template struct attention_parameters<float>;
 template struct attention_parameters<double>;
 template struct encoder_parameters<float>;

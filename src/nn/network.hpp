@@ -49,6 +49,17 @@ struct parameter {
   std::vector<T> value, grad;
   bool trainable = true;
   bool decay = false;  // weight decay applies to matrices, not to biases or embeddings
+  // Embedding tables: a batch reaches few of their rows, so the gradient is kept row-sparse.
+  // Only the rows listed in `touched` (sorted, distinct) can be nonzero in grad; zero_grad,
+  // clipping and the optimiser visit just those (width row_width each).
+  int64_t row_width = 0;  // > 0: row-sparse
+  std::vector<int64_t> touched;
+
+  bool sparse() const { return row_width > 0; }
+  // Adds rows to touched (any order, repeats allowed).
+  void touch(const std::vector<int64_t>& rows);
+  // grad = 0 (the touched rows only, when row-sparse).
+  void clear_grad();
 };
 
 // One padded batch: ids [B, L] (-1 after each sequence's end), the pooled rows and their

@@ -19,11 +19,26 @@ class adamw {
  public:
   adamw(const std::vector<nn::parameter<float>*>& params, adamw_options options);
   // One update of every trainable parameter with its grad, at learning rate lr.
+  //
+  // Row-sparse parameters (embedding tables) get the same update as a dense one would give
+  // them, but deferred: a row the batch did not reach has a zero gradient, so its step only
+  // decays its moments and moves it along its momentum; those steps are replayed when a batch
+  // next reaches the row, or at flush(). The cost is that of the rows reached, not of the table.
   void step(double lr);
+  // Brings every deferred row up to date: call before reading or saving the weights.
+  void flush();
 
  private:
+  // Replays steps (done_[i][row], last] of row `row` of parameter i with a zero gradient.
+  void catch_up(size_t i, int64_t row, int64_t last);
+  void update_range(size_t i, size_t begin, size_t end, int64_t t);
+
   std::vector<nn::parameter<float>*> params_;
   std::vector<std::vector<float>> m_, v_;  // first and second moments
+  std::vector<std::vector<int64_t>> done_;  // row-sparse: the step each row is up to date with
+  std::vector<double> lrs_;                 // the learning rate of each step so far (1-based)
+  std::vector<float> step_sizes_, inv_c2s_;  // and its bias-corrected step size, 1 / (1 − β2^t)
+  std::vector<double> replay_steps_;         // step size · √(1 − β2^t), for deferred steps
   adamw_options options_;
   int64_t t_ = 0;
 };

@@ -460,6 +460,7 @@ train_result train_text_model(const train_options& o, const train_callbacks& cb)
         cb.on_step(r);
       }
       if (cb.stop != nullptr && cb.stop->load()) {
+        optimiser.flush();
         result.stopped = true;
         result.model = text_model(std::move(model));
         return result;
@@ -470,6 +471,7 @@ train_result train_text_model(const train_options& o, const train_callbacks& cb)
     r.epochs = epochs;
     r.loss = loss_sum / static_cast<double>(std::max<int64_t>(rows_sum, 1));
     r.on_validation = validating;
+    optimiser.flush();  // the embedding rows' deferred steps, before scoring and keeping
     const double train_seconds = seconds_since(epoch_start);
     const train::scored_examples s =
         train::score_examples(net, o.task, validating ? valid_data : train_data);

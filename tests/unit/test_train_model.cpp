@@ -237,6 +237,61 @@ TEST(train_optimizer, adamw_first_step_moves_each_weight_by_lr_against_its_gradi
   EXPECT_NEAR(w.value[2], 0.5f * (1 - 0.001f), 1e-6);  // no gradient: only the decay
 }
 
+// A row-sparse table (an embedding) takes its rows' deferred steps when a batch next reaches
+// them or at flush(); the weights must then be those of the plain dense update, rows reached
+// every step, rows reached once long ago and rows never reached alike, with and without
+// weight decay, through warm-up and decay of the learning rate.
+TEST(train_optimizer, row_sparse_table_ends_where_the_dense_update_does) {
+  for (const bool decay : {false, true}) {
+    constexpr int64_t rows = 9, width = 7, steps = 400;
+    attn::nn::parameter<float> dense, sparse;
+    std::mt19937 gen(decay ? 5 : 4);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    dense.value.resize(rows * width);
+    for (float& x : dense.value) x = normal(gen);
+    dense.grad.assign(dense.value.size(), 0.0f);
+    dense.decay = sparse.decay = decay;
+    sparse.value = dense.value;
+    sparse.grad = dense.grad;
+    sparse.row_width = width;
+    attn::train::adamw opt_dense({&dense}, {.weight_decay = 0.05});
+    attn::train::adamw opt_sparse({&sparse}, {.weight_decay = 0.05});
+    for (int64_t t = 0; t < steps; ++t) {
+      // Row 0 every step, row 1 every third, row 2 at steps 3 and 350 only, rows 3-5 at random
+      // (often in runs), rows 6-8 never.
+      std::vector<int64_t> reached{0};
+      if (t % 3 == 0) reached.push_back(1);
+      if (t == 3 || t == 350) reached.push_back(2);
+      for (int64_t r = 3; r < 6; ++r)
+        if (gen() % 4 == 0) reached.push_back(r);
+      for (int64_t r : reached)
+        for (int64_t j = 0; j < width; ++j) {
+          const float g = normal(gen) * (r == 2 ? 1e-3f : 1.0f);
+          dense.grad[static_cast<size_t>(r * width + j)] = g;
+          sparse.grad[static_cast<size_t>(r * width + j)] = g;
+        }
+      sparse.touch(reached);
+      EXPECT_DOUBLE_EQ(attn::train::clip_gradients({&dense}, 0.0),
+                       attn::train::clip_gradients({&sparse}, 0.0));
+      const double lr = attn::train::learning_rate(t, steps, 40, 0.01);
+      opt_dense.step(lr);
+      opt_sparse.step(lr);
+      std::fill(dense.grad.begin(), dense.grad.end(), 0.0f);
+      sparse.clear_grad();
+      if (t == 120 || t == steps - 1) {
+        opt_sparse.flush();
+        for (size_t j = 0; j < dense.value.size(); ++j)
+          ASSERT_NEAR(sparse.value[j], dense.value[j], 2e-5 * (1 + std::fabs(dense.value[j])))
+              << "decay " << decay << ", step " << t << ", row " << j / width;
+      }
+    }
+    EXPECT_TRUE(std::all_of(sparse.grad.begin(), sparse.grad.end(), [](float g) { return g == 0; }));
+    // The never-reached rows moved only by weight decay (or not at all).
+    for (size_t j = 6 * width; j < dense.value.size(); ++j)
+      if (!decay) EXPECT_EQ(sparse.value[j], dense.value[j]);
+  }
+}
+
 TEST(train_optimizer, clipping_scales_to_the_global_norm) {
   attn::nn::parameter<float> a, b;
   a.value = a.grad = {3.0f};
