@@ -1,7 +1,9 @@
 // attn neighbors: the vocabulary words nearest to a word's static vector and to its contextual
 // vector in a text, side by side, and how far the word moved toward each word of the text.
 // With --model, a trained model's vectors take the static ones' place: each input word run
-// alone through the model, against the word's contextual vector in the text.
+// alone through the model, against the word's contextual vector in the text. A masked-word
+// model (the built-in one) instead reads the word's place in the word vectors' own space, so it
+// stands in one table beside the static vector and the parameter-free attention.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -136,7 +138,7 @@ void run_vectors(const neighbors_args& args) {
 // A trained model: W's contextual vector in the text (its last attention block's output)
 // against every input word of the model run alone through it (a one-token text each).
 void run_model(const neighbors_args& args) {
-  const text_model model = text_model::load(args.model_path);
+  const text_model model = text_model::load(args.model_path);  // (loaded again: it is small)
   const std::string text = read_text(args.text);
   const std::string word = single_word(args.word);
   const contextual_embedding e = model.embed(text);
@@ -167,9 +169,80 @@ void run_model(const neighbors_args& args) {
   write_output("-", out);
 }
 
+// A masked-word model over the default vectors: three columns in the word vectors' space —
+// the static vector, the parameter-free attention's contextual vector, and the model's reading
+// of the word's place (what its context says belongs there, mapped to the vectors it scores).
+void run_context_model(const neighbors_args& args, const text_model& model) {
+  if (model.config().embeddings != embedding_source::default_vectors)
+    throw_usage(fmt::format("the model {} does not read the default vectors", args.model_path));
+  const vectors vocab = vectors::load_default();
+  const std::string text = read_text(args.text);
+  const std::string word = single_word(args.word);
+  const embedding free = embed(text, vocab, {scale_spec::parse("sqrt"), false});
+  const contextual_embedding e = model.embed(text);
+  const tensor readings = model.embed_as_words(text);
+  const auto free_at = std::find(free.tokens.begin(), free.tokens.end(), word);
+  const auto model_at = std::find(e.tokens.begin(), e.tokens.end(), word);
+  if (free_at == free.tokens.end() || model_at == e.tokens.end())
+    throw_usage(fmt::format("'{}' is not a token of the text {}", word,
+                            vocab.find(word) ? "" : "(nor in the default vectors)"));
+  const int64_t d = vocab.dim(), self = *vocab.find(word);
+  const auto row = [d](const auto& values, int64_t r) {
+    return std::span<const float>(values.data() + r * d, static_cast<size_t>(d));
+  };
+  const std::span<const float> stat = vocab.vector(self);
+  const std::span<const float> context = row(free.steps.context, free_at - free.tokens.begin());
+  const std::span<const float> reading = row(readings.values(), model_at - e.tokens.begin());
+  const std::string name = args.model_path == "builtin" ? "builtin" : "model";
+
+  std::string out = fmt::format("\"{}\" in: {}\n", word, fmt::join(e.tokens, " "));
+  if (!e.unknown.empty()) out += fmt::format("left out (not known to the model): {}\n", fmt::join(e.unknown, " "));
+  out += fmt::format("static: the word's GloVe vector; attention: the parameter-free attention "
+                     "(scale 1/√d); {}: {} ({} layers) reading the word's place with the word "
+                     "hidden, mapped to the vectors' space; cosine similarity\n\n",
+                     name, args.model_path, model.config().layers);
+  const std::vector<std::pair<std::string, std::span<const float>>> columns{
+      {"static", stat}, {"attention", context}, {name, reading}};
+  std::vector<std::vector<neighbor>> lists;
+  for (const auto& [title, v] : columns) lists.push_back(nearest_others(vocab, v, args.top, self));
+  for (const auto& [title, v] : columns)
+    out += fmt::format("  {:<30}", fmt::format("{} \"{}\"", title, word));
+  out += "\n";
+  for (size_t i = 0; i < static_cast<size_t>(args.top); ++i) {
+    for (const auto& list : lists)
+      out += i < list.size() ? fmt::format("  {:>3}  {:<16} {:.4f}  ", i + 1, vocab.word(list[i].index), list[i].similarity)
+                             : fmt::format("  {:<30}", "");
+    out += "\n";
+  }
+  // How the word moved: its cosine with each other word's static vector, in each column.
+  struct move { std::string token; double stat, attention, model; };
+  std::vector<move> moves;
+  std::set<std::string> seen{word};
+  for (const std::string& t : free.tokens) {
+    if (!seen.insert(t).second) continue;
+    const std::span<const float> other = vocab.vector(*vocab.find(t));
+    moves.push_back({t, cosine(stat, other), cosine(context, other), cosine(reading, other)});
+  }
+  std::sort(moves.begin(), moves.end(), [](const move& a, const move& b) {
+    return a.model - a.stat > b.model - b.stat;
+  });
+  out += fmt::format("\n  \"{}\" moved toward the words of its text (cosine with each word's "
+                     "static vector):\n", word);
+  out += fmt::format("  {:<16} {:>8} {:>10} {:>8} {:>8}\n", "word", "static", "attention", name, "change");
+  for (const move& m : moves)
+    out += fmt::format("  {:<16} {:>8.4f} {:>10.4f} {:>8.4f} {:>+8.4f}\n", m.token, m.stat,
+                       m.attention, m.model, m.model - m.stat);
+  write_output("-", out);
+}
+
 void run(const neighbors_args& args) {
-  if (args.model_path.empty())
+  if (args.model_path.empty()) {
     run_vectors(args);
+    return;
+  }
+  const text_model model = text_model::load(args.model_path);
+  if (model.config().task == text_task::masked_word)
+    run_context_model(args, model);
   else
     run_model(args);
 }

@@ -1,9 +1,12 @@
-// attn train: trains the text model (next-word or classify) and saves it as safetensors.
+// attn train: trains the text model (next-word, classify or masked-word) and saves it as
+// safetensors.
 #include <fmt/format.h>
 
 #include <atomic>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -27,7 +30,21 @@ struct train_args {
   double lr = train_options{}.lr, weight_decay = 0.01, clip = 1.0, warmup = 0.05;
   uint64_t seed = 0;
   bool positions = false;
+  // masked-word
+  double mask = train_options{}.mask_share;
+  int64_t max_length = train_options{}.max_length, outputs = train_options{}.max_outputs;
+  std::string checkpoint;
+  int64_t checkpoint_steps = train_options{}.checkpoint_steps, stop_after_steps = 0;
+  bool resume = false;
+  // Which options the command line set (masked-word has defaults of its own for the others).
+  bool layers_given = false, dropout_given = false, finetune_given = false, positions_given = false;
 };
+
+// A context model wants depth, word order (learned positions: without them attention reads a
+// bag of words and cannot tell where the gap is) and little dropout, and keeps the default
+// vectors frozen (the model file then holds only what it learned).
+constexpr int64_t masked_word_layers = 2;
+constexpr double masked_word_dropout = 0.1;
 
 std::atomic<bool> interrupted{false};
 
@@ -54,9 +71,11 @@ void report_data(const char* what, const data_summary& s) {
 
 void run(const train_args& args) {
   train_options o;
-  if (args.task != "next-word" && args.task != "classify")
-    throw_usage(fmt::format("--task '{}': expected next-word or classify", args.task));
-  o.task = args.task == "classify" ? text_task::classify : text_task::next_word;
+  if (args.task != "next-word" && args.task != "classify" && args.task != "masked-word")
+    throw_usage(fmt::format("--task '{}': expected next-word, classify or masked-word", args.task));
+  o.task = args.task == "classify" ? text_task::classify
+           : args.task == "masked-word" ? text_task::masked_word : text_task::next_word;
+  const bool masked = o.task == text_task::masked_word;
   if (args.learn_embeddings > 0 && !args.vectors.empty())
     throw_usage("--vectors and --learn-embeddings exclude each other");
   std::optional<vectors> word_vectors;
@@ -67,16 +86,16 @@ void run(const train_args& args) {
   o.data = args.data;
   o.valid = args.valid;
   o.learn_embeddings = args.learn_embeddings;
-  o.finetune_embeddings = args.finetune;
-  o.positions = args.positions;
+  o.finetune_embeddings = masked && !args.finetune_given ? false : args.finetune;
+  o.positions = masked && !args.positions_given ? true : args.positions;
   o.heads = args.heads;
   o.dim = args.dim;
   o.hidden = args.hidden;
   o.min_count = args.min_count;
-  o.layers = args.layers;
+  o.layers = masked && !args.layers_given ? masked_word_layers : args.layers;
   o.feedforward = args.feedforward;
   o.pool = parse_pooling(args.pool);
-  o.dropout = args.dropout;
+  o.dropout = masked && !args.dropout_given ? masked_word_dropout : args.dropout;
   o.patience = args.patience;
   o.epochs = args.epochs;
   o.lr = args.lr;
@@ -85,6 +104,18 @@ void run(const train_args& args) {
   o.weight_decay = args.weight_decay;
   o.clip = args.clip;
   o.warmup = args.warmup;
+  o.mask_share = args.mask;
+  o.max_length = args.max_length;
+  o.max_outputs = args.outputs;
+  o.checkpoint = args.checkpoint.empty() ? args.output + ".checkpoint" : args.checkpoint;
+  o.checkpoint_steps = args.checkpoint_steps;
+  o.resume = args.resume;
+  o.stop_after_steps = args.stop_after_steps;
+  if (!masked && (args.resume || args.stop_after_steps > 0))
+    throw_usage("--resume and --stop-after-steps are for --task masked-word");
+  if (!masked) o.checkpoint.clear();
+  if (args.resume && !std::filesystem::exists(o.checkpoint))
+    throw_input(o.checkpoint, "no checkpoint to resume from");
 
   train_progress progress;
   train_callbacks callbacks;
@@ -96,10 +127,19 @@ void run(const train_args& args) {
   train_result result = train_text_model(o, callbacks);
   std::signal(SIGINT, previous);
   progress.clear();
+  if (result.stopped && !result.checkpoint.empty()) {
+    const bool asked = interrupted.load();
+    fmt::print(stderr, "{}: the training state is in {}; the same command with --resume goes "
+                       "on from there ({} not written)\n",
+               asked ? "interrupted" : fmt::format("stopped after {} steps", o.stop_after_steps),
+               result.checkpoint, args.output);
+    std::exit(asked ? 130 : 0);
+  }
   if (result.stopped) {
     fmt::print(stderr, "interrupted: stopped before the end, {} not written\n", args.output);
     std::exit(130);
   }
+  if (result.resumed_at > 0) fmt::print(stderr, "resumed from {} at step {}\n", o.checkpoint, result.resumed_at);
   report_data("trained on", result.train);
   if (result.left_out > 0)
     fmt::print(stderr, "  {} training lines inside held-out lines left out (their labels would "
@@ -120,6 +160,8 @@ void run(const train_args& args) {
   }
   const text_model_config& c = result.model.config();
   write_output(args.output, result.model.encode());
+  // The run is complete: its checkpoint has nothing left to resume.
+  if (masked) std::remove(o.checkpoint.c_str());
   const bool defaults = c.embeddings == embedding_source::default_vectors;
   std::string rows;
   if (defaults && c.embeddings_trained)
@@ -127,8 +169,11 @@ void run(const train_args& args) {
                        c.new_words);
   else if (defaults)
     rows = c.new_words > 0 ? fmt::format(", frozen, {} new words learned", c.new_words) : ", frozen";
+  const std::string head = c.task == text_task::masked_word
+                               ? std::string("tied output (scored against the word vectors)")
+                               : fmt::format("{} pooling, hidden {}", pooling_name(c.pool), c.hidden);
   fmt::print(stderr, "saved {}: {} {}, {} embeddings ({} words, {} dims{}), {}, {} heads, dim {}, "
-                     "{} pooling, hidden {}{}\n",
+                     "{}{}\n",
              args.output, result.model.outputs().size(),
              c.task == text_task::classify ? "labels" : "output words",
              defaults ? "default GloVe" : c.embeddings_trained ? "trained" : "stored",
@@ -136,7 +181,7 @@ void run(const train_args& args) {
              c.layers == 0 ? std::string("the seeds' attention layer")
                            : fmt::format("{} encoder layer{} (feed-forward {})", c.layers,
                                          c.layers == 1 ? "" : "s", c.feedforward),
-             c.heads, c.dim, pooling_name(c.pool), c.hidden,
+             c.heads, c.dim, head,
              c.max_positions > 0 ? fmt::format(", {} positions", c.max_positions) : "");
 }
 
@@ -146,8 +191,9 @@ void add_train_command(CLI::App& app) {
   auto args = std::make_shared<train_args>();
   CLI::App* sub = app.add_subcommand(
       "train", "Train a text model: embeddings → self-attention → mean → MLP → next word or label");
-  sub->add_option("--task", args->task, "next-word (each prefix predicts its next word) or "
-                                        "classify (lines 'label<TAB>text')")
+  sub->add_option("--task", args->task, "next-word (each prefix predicts its next word), "
+                                        "classify (lines 'label<TAB>text') or masked-word (plain "
+                                        "text: hidden words predicted from both sides; a context model)")
       ->required();
   sub->add_option("--data", args->data, "Training file")->required();
   sub->add_option("--valid", args->valid,
@@ -201,8 +247,34 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--warmup", args->warmup, "Share of steps warming up (default 0.05)")
       ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--mask", args->mask, "masked-word: share of the words hidden (default 0.15)")
+      ->check(CLI::Range(0.01, 0.9));
+  sub->add_option("--max-length", args->max_length,
+                  "masked-word: longer sentences are cut into pieces of this many tokens (default 64)")
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 16));
+  sub->add_option("--outputs", args->outputs,
+                  "masked-word: the most frequent corpus words it can predict (default 30000)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--checkpoint", args->checkpoint,
+                  "masked-word: training state file (default: OUTPUT.checkpoint), saved every "
+                  "--checkpoint-steps and on Ctrl-C, removed when the run completes");
+  sub->add_option("--checkpoint-steps", args->checkpoint_steps,
+                  "masked-word: save the training state every N steps (default 500; 0: only on Ctrl-C)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_flag("--resume", args->resume,
+                "masked-word: go on from the checkpoint (same command otherwise); the model comes "
+                "out as if never stopped");
+  sub->add_option("--stop-after-steps", args->stop_after_steps,
+                  "masked-word: stop after N steps in all, saving the checkpoint, as Ctrl-C does")
+      ->check(CLI::PositiveNumber);
   sub->add_option("-o,--output", args->output, "Model file (.safetensors)")->required();
-  sub->callback([args] { run(*args); });
+  sub->callback([args, sub] {
+    args->layers_given = sub->get_option("--layers")->count() > 0;
+    args->dropout_given = sub->get_option("--dropout")->count() > 0;
+    args->finetune_given = sub->get_option("--finetune-embeddings")->count() > 0;
+    args->positions_given = sub->get_option("--positions")->count() > 0;
+    run(*args);
+  });
 }
 
 }  // namespace attn::cli

@@ -25,8 +25,10 @@ namespace attn {
 enum class text_task {
   next_word,  // each prefix of a line predicts the line's next word
   classify,   // "label<TAB>text" lines
+  masked_word,  // plain text: hidden words predicted from the words on both sides, scored
+                // against the word-vector table itself (no labels; a context model)
 };
-std::string task_name(text_task task);  // "next-word", "classify"
+std::string task_name(text_task task);  // "next-word", "classify", "masked-word"
 
 // Where the input embeddings come from.
 enum class embedding_source {
@@ -107,7 +109,12 @@ class text_model {
   text_model(text_model&&) noexcept;
   text_model& operator=(text_model&&) noexcept;
 
+  // The model file at path; "builtin" is the built-in context model (builtin(): a file of that
+  // name is reached as "./builtin").
   static text_model load(const std::string& path);
+  // The built-in context model, embedded in the library: masked-word attention trained on
+  // WikiText-2 over the default vectors, for contextual embeddings (embed, neighbors, heatmap).
+  static text_model builtin();
   // From safetensors bytes; `source` names them in errors.
   static text_model decode(const std::string& bytes, const std::string& source);
   std::string encode() const;  // safetensors bytes (float32)
@@ -123,8 +130,14 @@ class text_model {
   // predicts from it. A text with no known word is a usage error.
   attention_map attention(std::string_view text) const;
   // The model's contextual embedding of each token of the text (see contextual_embedding). A
-  // text with no known word is a usage error.
+  // masked-word model (the built-in one) reads each place with its word hidden: row t is its
+  // last block's output at t when token t is replaced by the mask (what the context says
+  // belongs there). A text with no known word is a usage error.
   contextual_embedding embed(std::string_view text) const;
+  // A masked-word model's readings mapped into the word vectors' space (the vectors its output
+  // scores against): [L, embed_dim], comparable with the static vectors by cosine. Other
+  // models: a usage error.
+  tensor embed_as_words(std::string_view text) const;
   // Every input word run alone through the model (a one-token text, at position 0): row i is
   // embed(word i).embeddings, [input_vocabulary(), E], for nearest-neighbour search among
   // contextual vectors. Words in input order; the source is "<values>".

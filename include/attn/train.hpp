@@ -50,6 +50,15 @@ struct train_options {
   double weight_decay = 0.01;
   double clip = 1.0;           // global gradient norm limit (0: none)
   double warmup = 0.05;        // share of the steps spent warming up
+
+  // masked-word only (see masked_word_trainer.cpp): the corpus is streamed, never held whole.
+  double mask_share = 0.15;     // of the tokens whose word can be predicted, hidden each pass
+  int64_t max_length = 64;      // longer sentences are cut into pieces of at most this many tokens
+  int64_t max_outputs = 30000;  // the most frequent corpus words that can be predicted
+  std::string checkpoint;       // where to save the training state ("" : the CLI's OUT.checkpoint)
+  int64_t checkpoint_steps = 500;  // save every this many steps (and when stopped); 0: never
+  bool resume = false;          // continue from the checkpoint (same data and options)
+  int64_t stop_after_steps = 0; // > 0: stop after this many steps in all, as Ctrl-C does
 };
 
 struct data_summary {
@@ -97,6 +106,8 @@ struct train_result {
   int64_t best_epoch = 0;      // the epoch whose weights the model holds
   bool stopped_early = false;  // no better validation score for `patience` epochs
   bool stopped = false;  // stop was set before the last epoch ended
+  std::string checkpoint;  // masked-word: the checkpoint saved when stopped ("" : none)
+  int64_t resumed_at = 0;  // masked-word --resume: the step it went on from
 };
 
 train_result train_text_model(const train_options& options, const train_callbacks& callbacks = {});

@@ -5,10 +5,12 @@
 
 #include "nn/attention_pool.hpp"
 #include "nn/cross_entropy.hpp"
+#include "nn/dense.hpp"
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
 #include "nn/linear_layer.hpp"
 #include "nn/max_pool.hpp"
+#include "nn/token_pool.hpp"
 
 namespace attn::nn {
 
@@ -100,7 +102,8 @@ encoder_block_grads<T> encoder_parameters<T>::grads() {
 }
 
 template <class T>
-network<T>::network(const network_shape& s) : shape_(s) {
+network<T>::network(const network_shape& s, std::vector<int64_t> output_rows)
+    : shape_(s), output_rows_(std::move(output_rows)) {
   const int64_t e = s.width, in = s.embed;
   embedding = make<T>("embedding.weight", {s.vocabulary, in}, false);
   embedding.trainable = s.train_embeddings;
@@ -124,10 +127,23 @@ network<T>::network(const network_shape& s) : shape_(s) {
     layers.push_back(std::move(l));
   }
   pool_query = make<T>("pool.query", {s.pool == pool_kind::attention ? e : 0}, false);
+  if (s.tied_output) {  // no output matrix: the embedding rows stand in for it
+    w1 = make<T>("output.transform.weight", {s.hidden, s.pooled()}, true);
+    b1 = make<T>("output.transform.bias", {s.hidden}, false);
+    b2 = make<T>("output.bias", {s.classes}, false);
+    return;
+  }
   w1 = make<T>("head.0.weight", {s.hidden, s.pooled()}, true);
   b1 = make<T>("head.0.bias", {s.hidden}, false);
   w2 = make<T>("head.2.weight", {s.classes, s.hidden}, true);
   b2 = make<T>("head.2.bias", {s.classes}, false);
+}
+
+template <class T>
+bool network<T>::output_rows_train() const {
+  if (embedding.trainable) return true;
+  return std::any_of(output_rows_.begin(), output_rows_.end(),
+                     [&](int64_t id) { return id >= shape_.vocabulary; });
 }
 
 template <class T>
@@ -143,7 +159,8 @@ std::vector<parameter<T>*> network<T>::parameters() {
       all.push_back(p);
   }
   if (shape_.pool == pool_kind::attention) all.push_back(&pool_query);
-  for (parameter<T>* p : {&w1, &b1, &w2, &b2}) all.push_back(p);
+  for (parameter<T>* p : {&w1, &b1, &w2, &b2})
+    if (p != &w2 || !shape_.tied_output) all.push_back(p);
   return all;
 }
 
@@ -224,6 +241,8 @@ T network<T>::forward(const batch& b, network_cache<T>& c, uint64_t dropout_seed
     attention_pool_forward(c.y.data(), pool_query.value.data(), b.rows.data(), c.pooled.data(),
                            c.pool_weights.data(), rows, b.length, s.width);
   }
+  if (s.pool == pool_kind::token)
+    token_pool_forward(c.y.data(), b.rows.data(), c.pooled.data(), rows, b.length, s.width);
   if (s.pool == pool_kind::mean || s.pool == pool_kind::mean_max) {
     T* mean = s.pool == pool_kind::mean ? c.pooled.data() : part.data();
     mean_pool_forward(c.y.data(), b.rows.data(), mean, rows, b.length, s.width);
@@ -248,10 +267,21 @@ T network<T>::forward(const batch& b, network_cache<T>& c, uint64_t dropout_seed
   c.hidden.resize(c.pre.size());
   linear_forward(c.pooled.data(), w1.value.data(), b1.value.data(), c.pre.data(), rows, p,
                  s.hidden);
-  relu_forward(c.pre.data(), c.hidden.data(), rows * s.hidden);
   c.logits.resize(static_cast<size_t>(rows * s.classes));
-  linear_forward(c.hidden.data(), w2.value.data(), b2.value.data(), c.logits.data(), rows,
-                 s.hidden, s.classes);
+  if (s.tied_output) {
+    // hidden = pre (no ReLU: it is compared with embedding rows, which have both signs);
+    // logits = hidden·table[output_rows]ᵀ + bias
+    std::copy(c.pre.begin(), c.pre.end(), c.hidden.begin());
+    c.output_table.resize(static_cast<size_t>(s.classes * s.embed));
+    embedding_forward(output_rows_.data(), embedding.value.data(), s.vocabulary,
+                      new_words.value.data(), c.output_table.data(), s.classes, s.embed);
+    linear_forward(c.hidden.data(), c.output_table.data(), b2.value.data(), c.logits.data(), rows,
+                   s.hidden, s.classes);
+  } else {
+    relu_forward(c.pre.data(), c.hidden.data(), rows * s.hidden);
+    linear_forward(c.hidden.data(), w2.value.data(), b2.value.data(), c.logits.data(), rows,
+                   s.hidden, s.classes);
+  }
   if (b.targets.size() != b.rows.size()) return T(0);
   return cross_entropy_forward(c.logits.data(), b.targets.data(), static_cast<T*>(nullptr), rows,
                                s.classes);
@@ -265,13 +295,36 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
   // loss = cross_entropy(logits, targets)
   std::vector<T> dlogits(c.logits.size());
   cross_entropy_backward(c.logits.data(), b.targets.data(), dlogits.data(), rows, s.classes);
-  // logits = hidden·W2ᵀ + b2
-  std::vector<T> dhidden(c.hidden.size(), T(0));
-  linear_backward(dlogits.data(), c.hidden.data(), w2.value.data(), dhidden.data(),
-                  w2.grad.data(), b2.grad.data(), rows, s.hidden, s.classes);
-  // hidden = relu(pre)
-  std::vector<T> dpre(c.pre.size(), T(0));
-  relu_backward(dhidden.data(), c.pre.data(), dpre.data(), rows * s.hidden);
+  std::vector<T> dhidden(c.hidden.size(), T(0)), dpre;
+  std::vector<int64_t> table_rows, new_rows;  // embedding rows given a gradient
+  if (s.tied_output) {
+    // logits = hidden·Tᵀ + b2 with T = table[output_rows]: dT goes back to the rows it came from
+    const bool rows_train = output_rows_train();
+    std::vector<T> dtable(rows_train ? c.output_table.size() : 0, T(0));
+    if (rows_train) {
+      linear_backward(dlogits.data(), c.hidden.data(), c.output_table.data(), dhidden.data(),
+                      dtable.data(), b2.grad.data(), rows, s.hidden, s.classes);
+      embedding_backward(output_rows_.data(), dtable.data(),
+                         embedding.trainable ? embedding.grad.data() : nullptr, s.vocabulary,
+                         s.new_words > 0 ? new_words.grad.data() : nullptr, s.classes, s.embed);
+      for (int64_t id : output_rows_)
+        (id >= s.vocabulary ? new_rows : table_rows).push_back(id >= s.vocabulary ? id - s.vocabulary : id);
+      if (!embedding.trainable) table_rows.clear();
+    } else {  // only dhidden and the bias: the frozen rows take no gradient
+      gemm<T>(false, false, rows, s.hidden, s.classes, dlogits.data(), c.output_table.data(), T(1),
+              dhidden.data());
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t o = 0; o < s.classes; ++o) b2.grad[static_cast<size_t>(o)] += dlogits[static_cast<size_t>(r * s.classes + o)];
+    }
+    dpre = std::move(dhidden);  // hidden = pre
+  } else {
+    // logits = hidden·W2ᵀ + b2
+    linear_backward(dlogits.data(), c.hidden.data(), w2.value.data(), dhidden.data(),
+                    w2.grad.data(), b2.grad.data(), rows, s.hidden, s.classes);
+    // hidden = relu(pre)
+    dpre.assign(c.pre.size(), T(0));
+    relu_backward(dhidden.data(), c.pre.data(), dpre.data(), rows * s.hidden);
+  }
   // pre = pooled·W1ᵀ + b1
   std::vector<T> dpooled(c.pooled.size(), T(0));
   linear_backward(dpre.data(), c.pooled.data(), w1.value.data(), dpooled.data(), w1.grad.data(),
@@ -279,7 +332,9 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
   // pooled = dropout(pool(y))
   if (!c.drop_pooled.empty()) dropout_apply(c.drop_pooled.data(), dpooled.data(), rows * p);
   std::vector<T> dy(c.y.size(), T(0));
-  if (s.pool == pool_kind::mean) {
+  if (s.pool == pool_kind::token) {
+    token_pool_backward(dpooled.data(), b.rows.data(), dy.data(), rows, b.length, s.width);
+  } else if (s.pool == pool_kind::mean) {
     mean_pool_backward(dpooled.data(), b.rows.data(), dy.data(), rows, b.length, s.width);
   } else if (s.pool == pool_kind::attention) {
     attention_pool_backward(dpooled.data(), c.y.data(), pool_query.value.data(), b.rows.data(),
@@ -324,7 +379,11 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
     }
     if (need_dx) dx = std::move(dout);
   }
-  if (!need_dx) return;
+  if (!need_dx) {
+    embedding.touch(table_rows);
+    new_words.touch(new_rows);
+    return;
+  }
   // x = dropout(embedding[ids] + position[t])
   if (!c.drop_x.empty()) dropout_apply(c.drop_x.data(), dx.data(), tokens * s.embed);
   if (s.positions > 0)
@@ -332,7 +391,6 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
   embedding_backward(b.ids.data(), dx.data(), embedding.trainable ? embedding.grad.data() : nullptr,
                      s.vocabulary, s.new_words > 0 ? new_words.grad.data() : nullptr, tokens,
                      s.embed);
-  std::vector<int64_t> table_rows, new_rows;
   for (int64_t i = 0; i < tokens; ++i) {
     const int64_t id = b.ids[static_cast<size_t>(i)];
     if (id >= s.vocabulary) new_rows.push_back(id - s.vocabulary);

@@ -6,7 +6,9 @@
 // → pooled over tokens (mean, max, both side by side, or attention pooling) [R, P] → dropout → linear → ReLU →
 // linear → logits [R, C] → softmax cross-entropy. A classifier pools each sentence once (R = B);
 // the next-word model runs causal attention and pools every prefix, so one pass trains every
-// prefix of every line. Templated on the scalar: float trains, double is the specification for
+// prefix of every line. The masked-word model (tied output) picks the hidden tokens' vectors
+// [R, E] → linear [R, Ein] → scores against the output words' own embedding rows (+ a bias per
+// word) → logits [R, C]: no output matrix to learn, so a large vocabulary stays cheap. Templated on the scalar: float trains, double is the specification for
 // gradient checks.
 #pragma once
 
@@ -21,7 +23,7 @@
 
 namespace attn::nn {
 
-enum class pool_kind { mean, max, mean_max, attention };
+enum class pool_kind { mean, max, mean_max, attention, token };
 
 struct network_shape {
   int64_t vocabulary = 0;  // rows of the (pre-trained or learned) embedding table
@@ -38,6 +40,10 @@ struct network_shape {
   bool causal = false;     // next-word: query t sees tokens ≤ t
   bool train_embeddings = true;  // the table's rows (new words' rows always train)
   double dropout = 0;      // on the embeddings and on the pooled vector, while training
+  // Tied output (the masked-word model; pool = token, hidden = embed): class c scores
+  // hidden·table[output_rows[c]] + bias[c] (network's output_rows), the table being the
+  // embedding rows (new words' rows after the vocabulary's, as ids are).
+  bool tied_output = false;
 
   int64_t pooled() const { return pool == pool_kind::mean_max ? 2 * width : width; }
 };
@@ -100,6 +106,7 @@ struct network_cache {
   std::vector<T> pool_weights;      // attention pooling: each row's weights over tokens [R, L]
   std::vector<T> drop_x, drop_pooled;  // dropout masks (empty: no dropout)
   std::vector<T> pre, hidden;       // the MLP's hidden layer before and after ReLU [R, hidden]
+  std::vector<T> output_table;      // tied output: the output words' embedding rows [C, Ein]
   std::vector<T> logits;            // [R, C]
 
   // The last block's attention (its per-head Q, K, V and row log-sum-exp).
@@ -111,7 +118,8 @@ struct network_cache {
 template <class T>
 class network {
  public:
-  explicit network(const network_shape& shape);  // every parameter zero
+  // Every parameter zero. output_rows: with tied_output, each class's embedding row [C].
+  explicit network(const network_shape& shape, std::vector<int64_t> output_rows = {});
 
   const network_shape& shape() const { return shape_; }
   // Every parameter in a fixed order (the new words' and positional tables only when present).
@@ -130,13 +138,17 @@ class network {
   attention_parameters<T> attention;            // layers = 0
   std::vector<encoder_parameters<T>> layers;    // layers = N
   parameter<T> pool_query;                      // attention pooling's u [E]
-  parameter<T> w1, b1, w2, b2;                  // the MLP head
+  parameter<T> w1, b1, w2, b2;                  // the MLP head (tied output: w1, b1 map to
+                                                // the embedding width, b2 is the words' bias)
 
  private:
   self_attention_shape attention_shape(const batch& b) const;
   attention_mask_spec mask(const batch& b) const;
+  // Whether the tied output's gradient reaches a trainable embedding row.
+  bool output_rows_train() const;
 
   network_shape shape_;
+  std::vector<int64_t> output_rows_;
 };
 
 }  // namespace attn::nn

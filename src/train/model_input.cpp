@@ -1,14 +1,40 @@
 #include "train/model_input.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include "attn/error.hpp"
 #include "attn/tokenizer.hpp"
 
 namespace attn::train {
 
+namespace {
+
+// attn::tokenize, with each "[MASK]" (any case) becoming the mask token.
+std::vector<std::string> tokenize_with_masks(std::string_view text) {
+  constexpr std::string_view marker = "[mask]";
+  std::vector<std::string> tokens;
+  while (true) {
+    size_t at = std::string_view::npos;
+    for (size_t i = 0; i + marker.size() <= text.size() && at == std::string_view::npos; ++i)
+      if (std::equal(marker.begin(), marker.end(), text.begin() + static_cast<std::ptrdiff_t>(i),
+                     [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); }))
+        at = i;
+    const std::vector<std::string> part = tokenize(text.substr(0, at));
+    tokens.insert(tokens.end(), part.begin(), part.end());
+    if (at == std::string_view::npos) return tokens;
+    tokens.emplace_back(mask_token);
+    text.remove_prefix(at + marker.size());
+  }
+}
+
+}  // namespace
+
 model_input read_input(const text_model::impl& m, std::string_view text) {
   model_input in;
   text_example example;
-  example.tokens = tokenize(text);
+  const bool masked = m.config.task == text_task::masked_word;
+  example.tokens = masked ? tokenize_with_masks(text) : tokenize(text);
   data_summary summary;
   // Only the inputs matter here: the example is encoded as a sentence to classify.
   in.encoded = encode_example(example, text_task::classify, m.inputs, m.outputs,
@@ -22,6 +48,13 @@ model_input read_input(const text_model::impl& m, std::string_view text) {
   in.batch = make_batch({&in.encoded}, text_task::classify);
   in.batch.rows = {{0, in.batch.length}};
   in.batch.targets.clear();
+  if (masked) {  // the row is the first hidden place (or the last token: only y is read then)
+    const auto it = std::find(in.tokens.begin(), in.tokens.end(), mask_token);
+    if (it != in.tokens.end()) {
+      in.mask_position = it - in.tokens.begin();
+      in.batch.rows = {{0, in.mask_position + 1}};
+    }
+  }
   return in;
 }
 

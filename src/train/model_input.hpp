@@ -12,14 +12,20 @@
 
 namespace attn::train {
 
-// The whole text is one prefix or one sentence, pooled as a whole.
+// The whole text is one prefix or one sentence, pooled as a whole. For a masked-word model,
+// "[MASK]" in the text (any case) is the hidden word's place: predict fills the first one.
 struct model_input {
   std::vector<std::string> tokens, unknown;
+  int64_t mask_position = -1;  // masked-word: the first [MASK]'s token index (-1: none)
   encoded_example encoded;
   nn::batch batch;
 };
 
 // A text with no known word is a usage error.
 model_input read_input(const text_model::impl& m, std::string_view text);
+
+// The token a masked-word model's input table gives the hidden places (never produced by
+// attn::tokenize, which splits "<" off).
+inline constexpr const char* mask_token = "<mask>";
 
 }  // namespace attn::train

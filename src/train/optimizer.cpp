@@ -103,6 +103,21 @@ void adamw::flush() {
     for (size_t r = 0; r < done_[i].size(); ++r) catch_up(i, static_cast<int64_t>(r), t_);
 }
 
+adamw::state adamw::save() const {
+  return {m_, v_, done_, lrs_, replay_steps_, step_sizes_, inv_c2s_, t_};
+}
+
+void adamw::load(state s) {
+  m_ = std::move(s.m);
+  v_ = std::move(s.v);
+  done_ = std::move(s.done);
+  lrs_ = std::move(s.lrs);
+  replay_steps_ = std::move(s.replay_steps);
+  step_sizes_ = std::move(s.step_sizes);
+  inv_c2s_ = std::move(s.inv_c2s);
+  t_ = s.t;
+}
+
 double clip_gradients(const std::vector<nn::parameter<float>*>& params, double max_norm) {
   // Row-sparse parameters: the rows outside touched are zero and add nothing.
   const auto each_row = [](auto& p, auto&& f) {

@@ -28,6 +28,18 @@ class adamw {
   // Brings every deferred row up to date: call before reading or saving the weights.
   void flush();
 
+  // Everything a resumed run needs to take the same steps as one never stopped (deferred rows
+  // stay deferred: flushing early would round differently).
+  struct state {
+    std::vector<std::vector<float>> m, v;
+    std::vector<std::vector<int64_t>> done;
+    std::vector<double> lrs, replay_steps;
+    std::vector<float> step_sizes, inv_c2s;
+    int64_t t = 0;
+  };
+  state save() const;
+  void load(state s);  // from save() of an optimiser over parameters of the same shapes
+
  private:
   // Replays steps (done_[i][row], last] of row `row` of parameter i with a zero gradient.
   void catch_up(size_t i, int64_t row, int64_t last);

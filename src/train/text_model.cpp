@@ -33,14 +33,30 @@ std::string embedding_name(embedding_source s) {
 }  // namespace
 
 std::string task_name(text_task task) {
-  return task == text_task::next_word ? "next-word" : "classify";
+  switch (task) {
+    case text_task::next_word: return "next-word";
+    case text_task::classify: return "classify";
+    case text_task::masked_word: return "masked-word";
+  }
+  return "next-word";
 }
 
+namespace {
+
+// A masked-word model's output words score against their own embedding rows, so the network
+// is told which rows those are.
+std::vector<int64_t> output_rows(const text_model_config& c, const train::word_index& inputs,
+                                 const train::word_index& outputs) {
+  std::vector<int64_t> rows;
+  if (c.task == text_task::masked_word)
+    for (const std::string& w : outputs.words()) rows.push_back(inputs.find(w));
+  return rows;
+}
+
+}  // namespace
+
 text_model::impl::impl(text_model_config c, train::word_index in, train::word_index out)
-    : config(c),
-      inputs(std::move(in)),
-      outputs(std::move(out)),
-      net(train::network_shape_for(c, inputs.size(), outputs.size())) {}
+    : config(c), inputs(std::move(in)), outputs(std::move(out)), net(train::network_shape_for(c, inputs.size(), outputs.size()), output_rows(c, inputs, outputs)) {}
 
 text_model::text_model() = default;
 text_model::~text_model() = default;
@@ -90,6 +106,7 @@ std::string text_model::encode() const {
 }
 
 text_model text_model::load(const std::string& path) {
+  if (path == "builtin") return builtin();
   return decode(read_file(path), path);
 }
 
@@ -109,8 +126,10 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
   try {
     const nlohmann::json j = nlohmann::json::parse(meta("config"));
     const std::string task = j.at("task").get<std::string>();
-    if (task != "next-word" && task != "classify") throw std::runtime_error("unknown task " + task);
-    c.task = task == "classify" ? text_task::classify : text_task::next_word;
+    if (task != "next-word" && task != "classify" && task != "masked-word")
+      throw std::runtime_error("unknown task " + task);
+    c.task = task == "classify" ? text_task::classify
+             : task == "masked-word" ? text_task::masked_word : text_task::next_word;
     const std::string emb = j.at("embeddings").get<std::string>();
     if (emb != "default" && emb != "stored") throw std::runtime_error("unknown embeddings " + emb);
     c.embeddings = emb == "default" ? embedding_source::default_vectors : embedding_source::stored;
@@ -166,6 +185,14 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
   if (in.size() != static_cast<int64_t>(input_words.size() + new_words.size()) ||
       learned.size() != c.new_words || out.size() != static_cast<int64_t>(outputs.size()))
     throw_input(source, "bad model metadata: repeated words or labels");
+  // A masked-word model scores its output words against their embedding rows.
+  if (c.task == text_task::masked_word) {
+    if (c.hidden != c.embed_dim)
+      throw_input(source, "bad model metadata: a masked-word model's hidden width must be its embedding width");
+    for (const std::string& w : outputs)
+      if (in.find(w) < 0)
+        throw_input(source, fmt::format("bad model metadata: output word '{}' has no embedding row", w));
+  }
   auto m = std::make_unique<impl>(c, std::move(in), std::move(out));
   for (nn::parameter<float>* p : m->net.parameters()) {
     if (p == &m->net.embedding && defaults) {
@@ -195,6 +222,8 @@ using train::read_input;
 prediction text_model::predict(std::string_view text, int64_t k) const {
   const impl& m = *impl_;
   const model_input in = read_input(m, text);
+  if (m.config.task == text_task::masked_word && in.mask_position < 0)
+    throw_usage("a masked-word model fills a gap: write [MASK] where the word to guess goes");
   prediction p;
   p.unknown = in.unknown;
   p.tokens_used = static_cast<int64_t>(in.encoded.inputs.size());
@@ -243,6 +272,9 @@ attention_map text_model::attention(std::string_view text) const {
 
 evaluation text_model::evaluate(const std::string& path) const {
   const impl& m = *impl_;
+  if (m.config.task == text_task::masked_word)
+    throw_usage("a masked-word model is scored while it trains (the held-out sequences' "
+                "masked-word accuracy) and by bench/wic, not by eval");
   const std::vector<train::text_example> examples = train::read_examples(path, m.config.task);
   data_summary summary;
   std::vector<train::encoded_example> encoded;
@@ -288,6 +320,10 @@ nn::network_shape network_shape_for(const text_model_config& c, int64_t vocabula
   s.classes = classes;
   s.positions = c.max_positions;
   s.causal = c.task == text_task::next_word;
+  if (c.task == text_task::masked_word) {  // the hidden tokens' own vectors, tied output
+    s.pool = nn::pool_kind::token;
+    s.tied_output = true;
+  }
   // Fine-tuning the default vectors trains copies of the training words' rows (new_words); the
   // table itself stays frozen.
   s.train_embeddings = c.embeddings_trained && c.embeddings == embedding_source::stored;

@@ -3,14 +3,51 @@
 #include <algorithm>
 #include <numeric>
 
+#include "attn/error.hpp"
+#include "nn/linear_layer.hpp"
 #include "train/model_input.hpp"
 #include "train/text_model_impl.hpp"
 
 namespace attn {
 
+namespace {
+
+// A masked-word model reads each place of the text with its word hidden: one sequence per
+// token, that token replaced by the mask token, all in one batch; row t is sequence t's output
+// at t. (A word's own vector would dominate its output; hidden, the output is what the context
+// says belongs there, the reading the model was trained to make.)
+std::vector<float> hidden_readings(const text_model::impl& m, const nn::batch& text) {
+  const int64_t l = text.length, e = m.config.dim;
+  const int64_t mask = m.inputs.find(train::mask_token);
+  nn::batch b;
+  b.size = l;
+  b.length = l;
+  b.lengths.assign(static_cast<size_t>(l), l);
+  for (int64_t t = 0; t < l; ++t) {
+    b.ids.insert(b.ids.end(), text.ids.begin(), text.ids.begin() + l);
+    b.ids[static_cast<size_t>(t * l + t)] = mask;
+    b.rows.push_back({t, t + 1});
+  }
+  nn::network_cache<float> cache;
+  m.net.forward(b, cache);
+  std::vector<float> out(static_cast<size_t>(l * e));
+  for (int64_t t = 0; t < l; ++t)
+    std::copy_n(cache.y.begin() + (t * l + t) * e, e, out.begin() + t * e);
+  return out;
+}
+
+}  // namespace
+
 contextual_embedding text_model::embed(std::string_view text) const {
   const impl& m = *impl_;
   const train::model_input in = train::read_input(m, text);
+  if (m.config.task == text_task::masked_word) {
+    contextual_embedding out;
+    out.tokens = in.tokens;
+    out.unknown = in.unknown;
+    out.embeddings = tensor({in.batch.length, m.config.dim}, hidden_readings(m, in.batch));
+    return out;
+  }
   nn::network_cache<float> cache;
   m.net.forward(in.batch, cache);
   // cache.y [1, L, E]: the last attention block's output. For next-word models the attention
@@ -21,6 +58,19 @@ contextual_embedding text_model::embed(std::string_view text) const {
   out.unknown = in.unknown;
   out.embeddings = tensor({l, e}, std::vector<float>(cache.y.begin(), cache.y.begin() + l * e));
   return out;
+}
+
+tensor text_model::embed_as_words(std::string_view text) const {
+  const impl& m = *impl_;
+  if (m.config.task != text_task::masked_word)
+    throw_usage("only a masked-word model maps its readings to the word vectors' space");
+  const contextual_embedding e = embed(text);
+  const int64_t l = e.embeddings.shape()[0], in = m.config.embed_dim;
+  std::vector<float> words(static_cast<size_t>(l * in));
+  const std::vector<float> y(e.embeddings.values().begin(), e.embeddings.values().end());
+  nn::linear_forward(y.data(), m.net.w1.value.data(), m.net.b1.value.data(), words.data(), l,
+                     m.config.dim, in);
+  return tensor({l, in}, std::move(words));
 }
 
 vectors text_model::embed_vocabulary() const {

@@ -16,13 +16,22 @@
 #include "train/optimizer.hpp"
 #include "train/rng.hpp"
 #include "train/text_model_impl.hpp"
+#include "train/masked_word_trainer.hpp"
+#include "train/trainer_parts.hpp"
 
 namespace attn {
 
 namespace {
 
+using train::better;
+using train::check_options;
 using train::encoded_example;
+using train::initialise;
+using train::restore;
+using train::snapshot;
 using train::text_example;
+using train::training_record;
+using train::uses_default_vectors;
 using train::word_index;
 
 // The automatic budget: enough optimiser steps to fit a small file (seed 003's four lines take
@@ -33,32 +42,7 @@ constexpr int64_t min_epochs = 4;
 constexpr int64_t max_epochs = 1000;
 constexpr int64_t max_valid_lines = 5000;
 
-void check_options(const train_options& o) {
-  if (o.data.empty()) throw_usage("no training data (--data FILE)");
-  if (o.epochs < 0) throw_usage(fmt::format("--epochs must be at least 1, got {}", o.epochs));
-  if (o.batch < 1) throw_usage(fmt::format("--batch must be at least 1, got {}", o.batch));
-  if (!(o.lr > 0) || !std::isfinite(o.lr)) throw_usage(fmt::format("--lr must be positive, got {}", o.lr));
-  if (o.heads < 1) throw_usage(fmt::format("--heads must be at least 1, got {}", o.heads));
-  if (o.dim < 0 || o.hidden < 0 || o.feedforward < 0) throw_usage("--dim, --hidden and --feedforward must be positive");
-  if (o.layers < 0) throw_usage(fmt::format("--layers must be 0 or more, got {}", o.layers));
-  if (o.min_count < 0) throw_usage(fmt::format("--min-count must be 0 or more, got {}", o.min_count));
-  if (o.patience < 1) throw_usage(fmt::format("--patience must be at least 1, got {}", o.patience));
-  if (!(o.dropout >= 0 && o.dropout < 1))
-    throw_usage(fmt::format("--dropout must be in [0, 1), got {}", o.dropout));
-  if ((o.word_vectors == nullptr) == (o.learn_embeddings <= 0))
-    throw_usage("give word vectors or --learn-embeddings DIM, not both");
-  if (!(o.weight_decay >= 0) || !(o.clip >= 0) || !(o.warmup >= 0 && o.warmup <= 1))
-    throw_usage("weight decay and clip must be ≥ 0, warm-up between 0 and 1");
-  if (!(o.valid_share > 0 && o.valid_share < 1))
-    throw_usage(fmt::format("the validation share must be in (0, 1), got {}", o.valid_share));
-}
 
-// The embedded default vectors stay in the binary, so the model file names them instead of
-// copying them; fine-tuned, the training words get rows of their own (starting from their
-// vectors) and every other word keeps its vector.
-bool uses_default_vectors(const train_options& o) {
-  return o.word_vectors != nullptr && o.word_vectors->source() == "<default>";
-}
 
 // Token sequences as hashes (FNV-1a over the tokens, each followed by a separator), to find the
 // lines that are contained in others without storing every span. The hash extends one token at a
@@ -182,16 +166,7 @@ vocabulary input_words(const train_options& o, const std::vector<text_example>& 
           if (o.word_vectors->find(t)) v.words.add(t);
   }
   const int64_t table = v.words.size();
-  const bool tune = uses_default_vectors(o) && o.finetune_embeddings;
-  for (const auto& [w, n] : counts) {
-    const bool known = o.word_vectors->find(w).has_value();
-    if (!known && o.min_count > 0 && n >= o.min_count) {
-      v.words.add(w);
-    } else if (known && tune) {
-      v.words.add_row(w);
-      ++v.tuned;
-    }
-  }
+  v.tuned = train::add_learned_rows(o, counts, v.words);
   v.new_words = v.words.size() - table;
   return v;
 }
@@ -218,68 +193,8 @@ word_index output_words(text_task task, const std::vector<text_example>& set,
   return out;
 }
 
-void fill_uniform(std::vector<float>& v, train::rng& r, double bound) {
-  for (float& x : v) x = static_cast<float>(r.uniform(-bound, bound));
-}
 
-void initialise_attention(nn::attention_parameters<float>& a, int64_t in, int64_t e,
-                          train::rng& r) {
-  const double xavier_in = std::sqrt(6.0 / static_cast<double>(in + e));
-  const double xavier_out = std::sqrt(6.0 / static_cast<double>(2 * e));
-  fill_uniform(a.wq.value, r, xavier_in);
-  fill_uniform(a.wk.value, r, xavier_in);
-  fill_uniform(a.wv.value, r, xavier_in);
-  fill_uniform(a.wo.value, r, xavier_out);
-}
 
-// PyTorch's initialisations: xavier-uniform attention projections with zero biases, nn.Linear's
-// U(±1/√fan_in) for the feed-forward parts and the MLP head, layer norms at γ = 1, β = 0, N(0, 1)
-// learned embeddings, zero positions. A new word's row starts at N(0, σ²) with σ the pre-trained
-// table's root mean square, so it looks like any other word to the attention.
-void initialise(nn::network<float>& net, const train_options& o, const word_index& inputs,
-                train::rng& r) {
-  const nn::network_shape& s = net.shape();
-  if (o.word_vectors != nullptr) {
-    double squares = 0;
-    for (int64_t i = 0; i < s.vocabulary; ++i) {
-      auto row = o.word_vectors->vector(*o.word_vectors->find(inputs.words()[static_cast<size_t>(i)]));
-      std::copy(row.begin(), row.end(), net.embedding.value.begin() + i * s.embed);
-      for (float x : row) squares += static_cast<double>(x) * x;
-    }
-    const double rms = s.vocabulary > 0 ? std::sqrt(squares / static_cast<double>(s.vocabulary * s.embed)) : 1.0;
-    // Learned rows: a copy of the word's vector to fine-tune, or a new word's random start.
-    for (int64_t i = 0; i < s.new_words; ++i) {
-      const std::string& w = inputs.words()[static_cast<size_t>(s.vocabulary + i)];
-      float* row = net.new_words.value.data() + i * s.embed;
-      if (auto known = o.word_vectors->find(w)) {
-        auto v = o.word_vectors->vector(*known);
-        std::copy(v.begin(), v.end(), row);
-      } else {
-        for (int64_t j = 0; j < s.embed; ++j) row[j] = static_cast<float>(rms * r.normal());
-      }
-    }
-  } else {
-    for (float& x : net.embedding.value) x = static_cast<float>(r.normal());
-  }
-  if (s.layers == 0) initialise_attention(net.attention, s.embed, s.width, r);
-  for (nn::encoder_parameters<float>& l : net.layers) {
-    initialise_attention(l.attention, s.width, s.width, r);
-    std::fill(l.norm1_weight.value.begin(), l.norm1_weight.value.end(), 1.0f);
-    std::fill(l.norm2_weight.value.begin(), l.norm2_weight.value.end(), 1.0f);
-    const double in1 = 1.0 / std::sqrt(static_cast<double>(s.width));
-    const double in2 = 1.0 / std::sqrt(static_cast<double>(s.feedforward));
-    fill_uniform(l.linear1_weight.value, r, in1);
-    fill_uniform(l.linear1_bias.value, r, in1);
-    fill_uniform(l.linear2_weight.value, r, in2);
-    fill_uniform(l.linear2_bias.value, r, in2);
-  }
-  const double head1 = 1.0 / std::sqrt(static_cast<double>(s.pooled()));
-  const double head2 = 1.0 / std::sqrt(static_cast<double>(s.hidden));
-  fill_uniform(net.w1.value, r, head1);
-  fill_uniform(net.b1.value, r, head1);
-  fill_uniform(net.w2.value, r, head2);
-  fill_uniform(net.b2.value, r, head2);
-}
 
 std::vector<encoded_example> encode_all(const std::vector<text_example>& set, text_task task,
                                         const word_index& inputs, const word_index& outputs,
@@ -291,33 +206,9 @@ std::vector<encoded_example> encode_all(const std::vector<text_example>& set, te
   return out;
 }
 
-std::string training_record(const train_options& o, int64_t epochs) {
-  nlohmann::json j = {{"data", o.data}, {"valid", o.valid}, {"epochs", epochs}, {"lr", o.lr},
-                      {"batch", o.batch}, {"seed", o.seed}, {"weight_decay", o.weight_decay},
-                      {"clip", o.clip}, {"warmup", o.warmup}, {"dropout", o.dropout},
-                      {"min_count", o.min_count}, {"patience", o.patience},
-                      {"vectors", o.word_vectors != nullptr ? o.word_vectors->source() : ""}};
-  return j.dump();
-}
 
-// A validation score: higher accuracy is better, and at equal accuracy a lower loss.
-bool better(const train::scored_examples& a, const train::scored_examples& b) {
-  return a.accuracy > b.accuracy || (a.accuracy == b.accuracy && a.loss < b.loss);
-}
 
-// The trainable parameters' values, to keep the best epoch's weights.
-std::vector<std::vector<float>> snapshot(const std::vector<nn::parameter<float>*>& params) {
-  std::vector<std::vector<float>> values;
-  for (const nn::parameter<float>* p : params)
-    values.push_back(p->trainable ? p->value : std::vector<float>{});
-  return values;
-}
 
-void restore(const std::vector<nn::parameter<float>*>& params,
-             std::vector<std::vector<float>>& values) {
-  for (size_t i = 0; i < params.size(); ++i)
-    if (params[i]->trainable) params[i]->value = std::move(values[i]);
-}
 
 }  // namespace
 
@@ -338,6 +229,7 @@ pooling parse_pooling(const std::string& name) {
 }
 
 train_result train_text_model(const train_options& o, const train_callbacks& cb) {
+  if (o.task == text_task::masked_word) return train::train_masked_word(o, cb);
   check_options(o);
   std::vector<text_example> train_set = train::read_examples(o.data, o.task);
   if (train_set.empty()) throw_input(o.data, "no training examples (every line is blank)");

@@ -247,3 +247,20 @@ def test_predicts_first_label_is_the_clis_first_line(hand_models, trained_model,
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert attn.TextModel.load(path).predict(text)[0][0] == want
+
+
+def test_the_builtin_context_model_reads_each_place_with_its_word_hidden():
+    """attn.TextModel.load("builtin"): the masked-word model in the library. Row t of embed() is
+    its output at t with token t hidden, so it does not depend on token t itself."""
+    m = attn.TextModel.load("builtin")
+    assert m.task == "masked-word"
+    tokens, rows = m.embed("he sat on the bank of the river")
+    assert tokens == ["he", "sat", "on", "the", "bank", "of", "the", "river"]
+    assert rows.shape == (8, 100) and rows.dtype == np.float32
+    _, same = m.embed("he sat on the bank of the river")
+    assert np.array_equal(rows, same)
+    # Another word in bank's place: bank's own row is unchanged (it never saw the word), the
+    # other rows change (they see it).
+    _, other = m.embed("he sat on the shore of the river")
+    assert np.array_equal(rows[4], other[4])
+    assert not np.allclose(rows[5], other[5])

@@ -126,3 +126,20 @@ TEST(text_model_embed, a_text_with_no_known_word_is_a_usage_error) {
 }
 
 }  // namespace
+
+TEST(text_model_embed, the_builtin_context_model_loads_and_reads_hidden_places) {
+  // The masked-word model embedded in the library, by name and by its own function.
+  const attn::text_model m = attn::text_model::load("builtin");
+  EXPECT_EQ(m.config().task, attn::text_task::masked_word);
+  EXPECT_EQ(m.config().embeddings, attn::embedding_source::default_vectors);
+  const attn::contextual_embedding e = m.embed("she paid the money into the bank");
+  ASSERT_EQ(e.tokens.size(), 7u);
+  ASSERT_EQ(e.embeddings.shape(), (attn::shape_t{7, m.config().dim}));
+  // Row t never sees token t: another word in the last place leaves the last row as it is.
+  const attn::contextual_embedding f = attn::text_model::builtin().embed("she paid the money into the river");
+  for (int64_t j = 0; j < m.config().dim; ++j)
+    EXPECT_EQ(e.embeddings.at({6, j}), f.embeddings.at({6, j}));
+  EXPECT_NE(e.embeddings.at({5, 0}), f.embeddings.at({5, 0}));
+  const attn::tensor w = m.embed_as_words("she paid the money into the bank");
+  EXPECT_EQ(w.shape(), (attn::shape_t{7, m.config().embed_dim}));
+}

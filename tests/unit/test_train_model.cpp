@@ -18,6 +18,7 @@
 #include "nn/dropout.hpp"
 #include "nn/network.hpp"
 #include "train/dataset.hpp"
+#include "train/masking.hpp"
 #include "train/optimizer.hpp"
 #include "train/rng.hpp"
 
@@ -110,6 +111,54 @@ TEST(train_model, causal_encoder_layer_with_max_pool_matches_finite_differences)
                   .layers = 1, .feedforward = 7, .pool = attn::nn::pool_kind::max, .hidden = 5,
                   .classes = 4, .positions = 0, .causal = true, .train_embeddings = true};
   check_model_gradients(s, {6, 3, 1, 4}, attn::text_task::next_word, 14);
+}
+
+// The masked-word model: hidden tokens picked one by one (token pooling), a linear map to the
+// embedding width, and scores against the output words' own embedding rows (tied output), whose
+// gradient flows back into the learned rows; with a trainable table, into the table too.
+void check_masked_word_gradients(bool train_table, unsigned seed) {
+  network_shape s{.vocabulary = 7, .new_words = 3, .embed = 6, .width = 6, .heads = 2,
+                  .layers = 1, .feedforward = 5, .pool = attn::nn::pool_kind::token,
+                  .hidden = 6, .classes = 5, .positions = 0, .causal = false,
+                  .train_embeddings = train_table, .dropout = 0.2, .tied_output = true};
+  const std::vector<int64_t> output_rows{0, 8, 3, 7, 5};  // table and new-word rows
+  std::mt19937 rng(seed);
+  network<double> net(s, output_rows);
+  randomise(net, rng);
+  std::vector<attn::train::masked_sequence> seqs(3);
+  std::uniform_int_distribution<int64_t> id(0, 9), cls(0, 4);
+  const std::vector<int64_t> lengths{5, 2, 4};
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    for (int64_t t = 0; t < lengths[i]; ++t) seqs[i].ids.push_back(id(rng));
+    seqs[i].positions = {lengths[i] - 1};
+    seqs[i].targets = {cls(rng)};
+  }
+  seqs[0].positions.push_back(1);
+  seqs[0].targets.push_back(cls(rng));
+  std::vector<const attn::train::masked_sequence*> group;
+  for (const auto& q : seqs) group.push_back(&q);
+  const attn::nn::batch b = attn::train::make_masked_batch(group);
+  ASSERT_EQ(b.rows.size(), 4u);
+  attn::nn::network_cache<double> cache;
+  net.zero_grad();
+  net.forward(b, cache, 0x5eedULL);
+  net.backward(b, cache);
+  const auto loss = [&] {
+    attn::nn::network_cache<double> c;
+    return net.forward(b, c, 0x5eedULL);
+  };
+  for (auto* p : net.parameters()) {
+    if (!p->trainable) {
+      for (double g : p->grad) ASSERT_EQ(g, 0.0) << p->name << " is frozen";
+      continue;
+    }
+    expect_gradient(p->value, p->grad, loss, p->name, 150);
+  }
+}
+
+TEST(train_model, masked_word_tied_output_matches_finite_differences) {
+  check_masked_word_gradients(false, 17);
+  check_masked_word_gradients(true, 18);
 }
 
 TEST(train_model, attention_pooling_matches_finite_differences) {

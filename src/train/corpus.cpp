@@ -1,0 +1,78 @@
+#include "train/corpus.hpp"
+
+#include <algorithm>
+
+#include "attn/error.hpp"
+#include "attn/tokenizer.hpp"
+
+namespace attn::train {
+
+std::vector<std::vector<std::string>> split_sequences(const std::string& line, int64_t max_length) {
+  std::vector<std::vector<std::string>> out;
+  std::vector<std::string> sentence;
+  const auto flush = [&] {
+    // A long sentence becomes pieces of at most max_length tokens.
+    for (size_t begin = 0; begin < sentence.size(); begin += static_cast<size_t>(max_length)) {
+      const size_t end = std::min(sentence.size(), begin + static_cast<size_t>(max_length));
+      out.emplace_back(sentence.begin() + static_cast<std::ptrdiff_t>(begin),
+                       sentence.begin() + static_cast<std::ptrdiff_t>(end));
+    }
+    sentence.clear();
+  };
+  for (std::string& t : tokenize(line)) {
+    const bool end = t == "." || t == "!" || t == "?";
+    sentence.push_back(std::move(t));
+    if (end) flush();
+  }
+  flush();
+  return out;
+}
+
+corpus_reader::corpus_reader(std::string path, int64_t max_length)
+    : path_(std::move(path)), max_length_(max_length), in_(path_, std::ios::binary) {
+  if (!in_) throw_input(path_, "cannot open the file");
+}
+
+bool corpus_reader::read_line() {
+  std::string line;
+  while (true) {
+    line_offset_ = next_offset_;
+    if (!std::getline(in_, line)) {
+      if (in_.bad()) throw_input(path_, "read error");
+      return false;
+    }
+    next_offset_ = line_offset_ + static_cast<int64_t>(line.size()) + (in_.eof() ? 0 : 1);
+    pending_ = split_sequences(line, max_length_);
+    taken_ = 0;
+    if (!pending_.empty()) return true;
+  }
+}
+
+bool corpus_reader::next(std::vector<std::string>& tokens) {
+  if (taken_ == pending_.size() && !read_line()) return false;
+  tokens = std::move(pending_[taken_++]);
+  ++sequence_;
+  return true;
+}
+
+corpus_position corpus_reader::position() const {
+  // Mid-line: the line's start and how many of its sequences are done; else the next line.
+  if (taken_ < pending_.size())
+    return {line_offset_, static_cast<int64_t>(taken_), sequence_};
+  return {next_offset_, 0, sequence_};
+}
+
+void corpus_reader::seek(const corpus_position& p) {
+  in_.clear();
+  in_.seekg(p.offset);
+  if (!in_) throw_input(path_, "cannot seek to a saved position (has the file changed?)");
+  next_offset_ = p.offset;
+  pending_.clear();
+  taken_ = 0;
+  sequence_ = p.sequence - p.skip;
+  std::vector<std::string> skipped;
+  for (int64_t i = 0; i < p.skip; ++i)
+    if (!next(skipped)) throw_input(path_, "the file ends before a saved position (has it changed?)");
+}
+
+}  // namespace attn::train

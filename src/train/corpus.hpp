@@ -1,0 +1,44 @@
+// A plain-text corpus read as a stream of sequences, so a file larger than memory trains with
+// flat memory: each line is tokenised (attn::tokenize), split after its sentence ends (". ! ?")
+// and sentences longer than max_length are cut into pieces of at most that many tokens. A
+// position can be saved and sought back to, for resuming a run where it stopped.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace attn::train {
+
+struct corpus_position {
+  int64_t offset = 0;    // byte offset of the line the next sequence comes from
+  int64_t skip = 0;      // sequences of that line already read
+  int64_t sequence = 0;  // the next sequence's index in the whole corpus (0-based)
+};
+
+// The sequences of one line of text.
+std::vector<std::vector<std::string>> split_sequences(const std::string& line, int64_t max_length);
+
+class corpus_reader {
+ public:
+  corpus_reader(std::string path, int64_t max_length);  // an input error when it cannot be read
+  // The next sequence (its index is position().sequence before the call); false at the end.
+  bool next(std::vector<std::string>& tokens);
+  corpus_position position() const;
+  void seek(const corpus_position& p);
+  void rewind() { seek({}); }
+  const std::string& path() const { return path_; }
+
+ private:
+  bool read_line();  // the next line's sequences into pending_; false at the end
+
+  std::string path_;
+  int64_t max_length_;
+  std::ifstream in_;
+  std::vector<std::vector<std::string>> pending_;  // the current line's sequences
+  size_t taken_ = 0;                               // of pending_, already returned
+  int64_t line_offset_ = 0, next_offset_ = 0, sequence_ = 0;
+};
+
+}  // namespace attn::train

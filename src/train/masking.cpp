@@ -1,0 +1,46 @@
+#include "train/masking.hpp"
+
+#include <algorithm>
+
+namespace attn::train {
+
+masked_sequence mask_words(const word_sequence& s, const masking& m, rng& r) {
+  masked_sequence out;
+  out.ids = s.ids;
+  std::vector<int64_t> candidates;
+  for (size_t t = 0; t < s.classes.size(); ++t)
+    if (s.classes[t] >= 0) candidates.push_back(static_cast<int64_t>(t));
+  // A lone token has no context to be predicted from.
+  if (candidates.empty() || s.ids.size() < 2) return out;
+  for (int64_t t : candidates)
+    if (r.uniform() < m.share) out.positions.push_back(t);
+  if (out.positions.empty()) out.positions.push_back(candidates[r.below(candidates.size())]);
+  for (int64_t t : out.positions) {
+    const auto k = static_cast<size_t>(t);
+    out.targets.push_back(s.classes[k]);
+    const double u = r.uniform();
+    if (u < 0.8) out.ids[k] = m.mask_id;
+    else if (u < 0.9) out.ids[k] = m.output_rows[r.below(m.output_rows.size())];
+  }
+  return out;
+}
+
+nn::batch make_masked_batch(const std::vector<const masked_sequence*>& sequences) {
+  nn::batch b;
+  b.size = static_cast<int64_t>(sequences.size());
+  for (const masked_sequence* s : sequences)
+    b.length = std::max(b.length, static_cast<int64_t>(s->ids.size()));
+  b.ids.assign(static_cast<size_t>(b.size * b.length), -1);
+  for (int64_t i = 0; i < b.size; ++i) {
+    const masked_sequence& s = *sequences[static_cast<size_t>(i)];
+    b.lengths.push_back(static_cast<int64_t>(s.ids.size()));
+    std::copy(s.ids.begin(), s.ids.end(), b.ids.begin() + i * b.length);
+    for (size_t k = 0; k < s.positions.size(); ++k) {
+      b.rows.push_back({i, s.positions[k] + 1});
+      b.targets.push_back(s.targets[k]);
+    }
+  }
+  return b;
+}
+
+}  // namespace attn::train

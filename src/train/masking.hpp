@@ -1,0 +1,37 @@
+// Hiding words for the masked-word task (BERT's recipe): of the tokens whose word the model can
+// predict, a share is chosen (at least one per sequence); each chosen token is replaced by the
+// mask token 80% of the time, by a random output word 10%, and left as it is 10% (so the model
+// cannot tell which visible words will be scored, and every token's vector must carry its
+// context). The chosen tokens' original words are the targets.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "nn/network.hpp"
+#include "train/rng.hpp"
+
+namespace attn::train {
+
+struct masking {
+  double share = 0.15;
+  int64_t mask_id = -1;              // the mask token's embedding row
+  std::vector<int64_t> output_rows;  // each output word's embedding row (random replacements)
+};
+
+// One sequence of embedding rows: classes[t] is token t's output word (-1: cannot be predicted).
+struct word_sequence {
+  std::vector<int64_t> ids, classes;
+};
+
+struct masked_sequence {
+  std::vector<int64_t> ids;                  // with the chosen tokens replaced
+  std::vector<int64_t> positions, targets;   // the chosen tokens and their words
+};
+
+masked_sequence mask_words(const word_sequence& s, const masking& m, rng& r);
+
+// Padded batch; one row per chosen token (pool_row {sequence, position + 1}: token_pool's row).
+nn::batch make_masked_batch(const std::vector<const masked_sequence*>& sequences);
+
+}  // namespace attn::train
