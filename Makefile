@@ -20,16 +20,17 @@ build: deps
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # The main job on the embedded default vectors: the seeds' walkthrough for one sentence, ending
-# in its contextual embeddings C, then "bank" moving toward its context in two sentences.
+# in its contextual embeddings C, then "bank" in two sentences: its static vector, the
+# parameter-free attention and the built-in context model side by side.
 demo: build
 	@echo '$$ attn explain "money bank grows"'
 	@$(ATTN) explain "money bank grows"
 	@echo
-	@echo '$$ attn neighbors --word bank "he sat on the bank of the river and watched the water"'
-	@$(ATTN) neighbors --word bank "he sat on the bank of the river and watched the water"
+	@echo '$$ attn neighbors --model builtin --word bank "he sat on the bank of the river and watched the water"'
+	@$(ATTN) neighbors --model builtin --word bank "he sat on the bank of the river and watched the water"
 	@echo
-	@echo '$$ attn neighbors --word bank "she paid the money into her account at the bank"'
-	@$(ATTN) neighbors --word bank "she paid the money into her account at the bank"
+	@echo '$$ attn neighbors --model builtin --word bank "she paid the money into her account at the bank"'
+	@$(ATTN) neighbors --model builtin --word bank "she paid the money into her account at the bank"
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
