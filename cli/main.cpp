@@ -38,10 +38,10 @@ const std::map<std::string, std::string> synopses = {
      "[--json] [--peak] B,N,H,D …"},
     {"vectors", "attn vectors convert IN OUT [--top N] [--dtype f32|f16] | attn vectors info PATH"},
     {"train",
-     "attn train --task next-word|classify --data FILE [--valid FILE] [--vectors PATH | "
+     "attn train --task next-word|classify|masked-word --data FILE [--valid FILE] [--vectors PATH | "
      "--learn-embeddings DIM] [--frozen-embeddings] [--min-count N] [--layers N] "
      "[--pool max|mean|mean+max|attention] [--dropout P] [--heads H] [--epochs N] "
-     "[--patience N] [--lr X] [--batch N] [--seed S] -o MODEL.safetensors"},
+     "[--patience N] [--lr X] [--batch N] [--seed S] [--mask P] [--resume] -o MODEL.safetensors"},
     {"predict", "attn predict --model MODEL [--top K] TEXT"},
     {"eval", "attn eval --model MODEL --data FILE"},
 };
