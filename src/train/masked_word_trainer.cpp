@@ -127,10 +127,11 @@ vocabulary make_vocabulary(const train_options& o, const survey& s) {
   return v;
 }
 
-word_sequence encode(const std::vector<std::string>& tokens, const vocabulary& v, data_summary& summary) {
+word_sequence encode(const std::vector<std::string>& tokens, const word_index& inputs,
+                     const word_index& outputs, data_summary& summary) {
   word_sequence s;
   for (const std::string& t : tokens) {
-    const int64_t id = v.inputs.find(t);
+    const int64_t id = inputs.find(t);
     if (id < 0) {
       ++summary.unknown_words;
       if (summary.unknown_examples.size() < 10 &&
@@ -139,36 +140,20 @@ word_sequence encode(const std::vector<std::string>& tokens, const vocabulary& v
       continue;
     }
     s.ids.push_back(id);
-    s.classes.push_back(v.outputs.find(t));
+    s.classes.push_back(outputs.find(t));
   }
   return s;
 }
 
 // Mean cross-entropy and accuracy over the hidden words of the held-out sequences.
 scored_examples score(const nn::network<float>& net, const std::vector<masked_sequence>& valid) {
-  scored_examples s;
-  double loss_sum = 0;
-  int64_t correct = 0;
-  nn::network_cache<float> cache;
-  const int64_t classes = net.shape().classes;
+  score_tally tally;
   for (size_t begin = 0; begin < valid.size(); begin += score_batch) {
     std::vector<const masked_sequence*> group;
     for (size_t i = begin; i < std::min(valid.size(), begin + score_batch); ++i) group.push_back(&valid[i]);
-    const nn::batch b = make_masked_batch(group);
-    const auto rows = static_cast<int64_t>(b.rows.size());
-    if (rows == 0) continue;
-    loss_sum += static_cast<double>(net.forward(b, cache)) * static_cast<double>(rows);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* z = cache.logits.data() + r * classes;
-      correct += (std::max_element(z, z + classes) - z) == b.targets[static_cast<size_t>(r)] ? 1 : 0;
-    }
-    s.n += rows;
+    tally.add(net, make_masked_batch(group));
   }
-  if (s.n > 0) {
-    s.loss = loss_sum / static_cast<double>(s.n);
-    s.accuracy = static_cast<double>(correct) / static_cast<double>(s.n);
-  }
-  return s;
+  return tally.result();
 }
 
 // Where a run is: what the checkpoint holds besides weights and optimiser.
@@ -320,22 +305,9 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
   if (validating)
     result.valid.source = fmt::format("{} sequences held out from {} (every {}th)", s.valid.size(), o.data, valid_every);
 
-  text_model_config c;
-  c.task = text_task::masked_word;
-  c.embeddings = uses_default_vectors(o) ? embedding_source::default_vectors : embedding_source::stored;
-  c.embeddings_trained = o.word_vectors == nullptr || o.finetune_embeddings;
-  c.embed_dim = o.word_vectors != nullptr ? o.word_vectors->dim() : o.learn_embeddings;
-  c.dim = o.dim > 0 ? o.dim : c.embed_dim;
-  c.heads = o.heads;
-  if (c.dim % c.heads != 0)
-    throw_usage(fmt::format("--heads {} does not divide the attention width {}", c.heads, c.dim));
-  c.layers = o.layers;
-  if (c.layers > 0 && c.dim != c.embed_dim)
-    throw_usage(fmt::format("--layers {} needs --dim equal to the embedding width {} (got {})", c.layers, c.embed_dim, c.dim));
-  c.feedforward = c.layers > 0 ? (o.feedforward > 0 ? o.feedforward : 2 * c.dim) : 0;
+  text_model_config c = model_config(o);
   c.pool = pooling::mean;   // not used: the hidden tokens are picked one by one
   c.hidden = c.embed_dim;   // the tied output compares with embedding rows
-  c.dropout = o.dropout;
   if (o.positions) c.max_positions = o.max_length;
 
   vocabulary vocab = make_vocabulary(o, s);
@@ -363,7 +335,7 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
   {
     rng r(mix(o.seed, 0x76616c6964ULL));
     for (const auto& tokens : s.valid) {
-      const word_sequence w = encode(tokens, vocab, result.valid);
+      const word_sequence w = encode(tokens, vocab.inputs, vocab.outputs, result.valid);
       ++result.valid.lines;
       result.valid.tokens += static_cast<int64_t>(w.ids.size());
       masked_sequence ms = mask_words(w, m, r);
@@ -378,8 +350,6 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
     rng init(o.seed);
     initialise(net, o, model->inputs, init);
   }
-  vocab.inputs = model->inputs;  // (moved above) encode() below reads the model's maps
-  vocab.outputs = model->outputs;
 
   const auto batch = static_cast<size_t>(o.batch);
   const auto chunk_steps = [&](int64_t n) { return (n + o.batch - 1) / o.batch; };
@@ -436,7 +406,7 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
         if (held_out(i, validating)) continue;
         ++read;
         data_summary unused;  // the survey counted the corpus already
-        chunk.push_back(encode(tokens, vocab, unused));
+        chunk.push_back(encode(tokens, model->inputs, model->outputs, unused));
       }
       if (read == 0) break;
       const corpus_position next_chunk = reader.position();

@@ -333,29 +333,35 @@ nn::network_shape network_shape_for(const text_model_config& c, int64_t vocabula
 scored_examples score_examples(const nn::network<float>& net, text_task task,
                                const std::vector<encoded_example>& examples) {
   constexpr size_t batch_size = 64;
-  scored_examples s;
-  double loss_sum = 0;
-  int64_t correct = 0;
-  nn::network_cache<float> cache;
-  const int64_t classes = net.shape().classes;
+  score_tally tally;
   for (size_t begin = 0; begin < examples.size(); begin += batch_size) {
     std::vector<const encoded_example*> group;
     for (size_t i = begin; i < std::min(examples.size(), begin + batch_size); ++i)
       if (examples[i].predictions() > 0) group.push_back(&examples[i]);
-    if (group.empty()) continue;
-    const nn::batch b = make_batch(group, task);
-    const auto rows = static_cast<int64_t>(b.rows.size());
-    loss_sum += static_cast<double>(net.forward(b, cache)) * static_cast<double>(rows);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* z = cache.logits.data() + r * classes;
-      const int64_t best = std::max_element(z, z + classes) - z;
-      correct += best == b.targets[static_cast<size_t>(r)] ? 1 : 0;
-    }
-    s.n += rows;
+    if (!group.empty()) tally.add(net, make_batch(group, task));
   }
-  if (s.n > 0) {
-    s.loss = loss_sum / static_cast<double>(s.n);
-    s.accuracy = static_cast<double>(correct) / static_cast<double>(s.n);
+  return tally.result();
+}
+
+void score_tally::add(const nn::network<float>& net, const nn::batch& b) {
+  const auto rows = static_cast<int64_t>(b.rows.size());
+  if (rows == 0) return;
+  const int64_t classes = net.shape().classes;
+  loss_sum += static_cast<double>(net.forward(b, cache)) * static_cast<double>(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* z = cache.logits.data() + r * classes;
+    const int64_t best = std::max_element(z, z + classes) - z;
+    correct += best == b.targets[static_cast<size_t>(r)] ? 1 : 0;
+  }
+  n += rows;
+}
+
+scored_examples score_tally::result() const {
+  scored_examples s;
+  s.n = n;
+  if (n > 0) {
+    s.loss = loss_sum / static_cast<double>(n);
+    s.accuracy = static_cast<double>(correct) / static_cast<double>(n);
   }
   return s;
 }

@@ -32,6 +32,16 @@ struct scored_examples {
 nn::network_shape network_shape_for(const text_model_config& config, int64_t vocabulary,
                                     int64_t classes);
 
+// Mean cross-entropy and top-1 accuracy, gathered a batch at a time (every task's evaluation).
+struct score_tally {
+  void add(const nn::network<float>& net, const nn::batch& b);
+  scored_examples result() const;
+
+  double loss_sum = 0;
+  int64_t correct = 0, n = 0;
+  nn::network_cache<float> cache;
+};
+
 // Mean cross-entropy and accuracy of the model over encoded examples, in batches.
 scored_examples score_examples(const nn::network<float>& net, text_task task,
                                const std::vector<encoded_example>& examples);

@@ -247,24 +247,7 @@ train_result train_text_model(const train_options& o, const train_callbacks& cb)
   }
   result.train.source = o.data;
 
-  text_model_config c;
-  c.task = o.task;
-  c.embeddings = uses_default_vectors(o) ? embedding_source::default_vectors : embedding_source::stored;
-  c.embeddings_trained = o.word_vectors == nullptr || o.finetune_embeddings;
-  c.embed_dim = o.word_vectors != nullptr ? o.word_vectors->dim() : o.learn_embeddings;
-  c.dim = o.dim > 0 ? o.dim : c.embed_dim;
-  c.heads = o.heads;
-  if (c.dim % c.heads != 0)
-    throw_usage(fmt::format("--heads {} does not divide the attention width {}{}", c.heads, c.dim,
-                            o.dim > 0 ? "" : " (the embedding width; choose --dim)"));
-  c.layers = o.layers;
-  if (c.layers > 0 && c.dim != c.embed_dim)
-    throw_usage(fmt::format("--layers {} adds residual connections, which need --dim equal to "
-                            "the embedding width {} (got {})", c.layers, c.embed_dim, c.dim));
-  c.feedforward = c.layers > 0 ? (o.feedforward > 0 ? o.feedforward : 2 * c.dim) : 0;
-  c.pool = o.pool;
-  c.hidden = o.hidden > 0 ? o.hidden : c.dim;
-  c.dropout = o.dropout;
+  text_model_config c = train::model_config(o);
 
   vocabulary vocab = input_words(o, train_set, valid_set);
   c.new_words = vocab.new_words;

@@ -102,6 +102,28 @@ void initialise(nn::network<float>& net, const train_options& o, const word_inde
   if (!s.tied_output) fill_uniform(net.b2.value, r, head2);
 }
 
+text_model_config model_config(const train_options& o) {
+  text_model_config c;
+  c.task = o.task;
+  c.embeddings = uses_default_vectors(o) ? embedding_source::default_vectors : embedding_source::stored;
+  c.embeddings_trained = o.word_vectors == nullptr || o.finetune_embeddings;
+  c.embed_dim = o.word_vectors != nullptr ? o.word_vectors->dim() : o.learn_embeddings;
+  c.dim = o.dim > 0 ? o.dim : c.embed_dim;
+  c.heads = o.heads;
+  if (c.dim % c.heads != 0)
+    throw_usage(fmt::format("--heads {} does not divide the attention width {}{}", c.heads, c.dim,
+                            o.dim > 0 ? "" : " (the embedding width; choose --dim)"));
+  c.layers = o.layers;
+  if (c.layers > 0 && c.dim != c.embed_dim)
+    throw_usage(fmt::format("--layers {} adds residual connections, which need --dim equal to "
+                            "the embedding width {} (got {})", c.layers, c.embed_dim, c.dim));
+  c.feedforward = c.layers > 0 ? (o.feedforward > 0 ? o.feedforward : 2 * c.dim) : 0;
+  c.pool = o.pool;
+  c.hidden = o.hidden > 0 ? o.hidden : c.dim;
+  c.dropout = o.dropout;
+  return c;
+}
+
 int64_t add_learned_rows(const train_options& o,
                          const std::vector<std::pair<std::string, int64_t>>& counts, word_index& words) {
   const bool tune = uses_default_vectors(o) && o.finetune_embeddings;

@@ -18,6 +18,10 @@ namespace attn::train {
 // Usage errors for options out of range.
 void check_options(const train_options& o);
 
+// The model's configuration from the options shared by every task (embeddings, widths, heads,
+// layers, pooling, dropout); usage errors for widths that do not fit together.
+text_model_config model_config(const train_options& o);
+
 // The embedded default vectors stay in the binary, so the model file names them instead of
 // copying them; fine-tuned, the training words get rows of their own (starting from their
 // vectors) and every other word keeps its vector.
