@@ -18,7 +18,7 @@ template <class T>
 void linear_backward(const T* dy, const T* x, const T* w, T* dx, T* dw, T* db, int64_t n,
                      int64_t in, int64_t out) {
   if (dx != nullptr) gemm<T>(false, false, n, in, out, dy, w, T(1), dx);  // y = x·wᵀ → dx = dy·w
-  gemm<T>(true, false, out, in, n, dy, x, T(1), dw);                      // → dw = dyᵀ·x
+  if (dw != nullptr) gemm<T>(true, false, out, in, n, dy, x, T(1), dw);  // → dw = dyᵀ·x
   if (db != nullptr)                                                      // y = … + b → db = Σ dy
     for (int64_t r = 0; r < n; ++r)
       for (int64_t o = 0; o < out; ++o) db[o] += dy[r * out + o];

@@ -12,7 +12,8 @@ template <class T>
 void linear_forward(const T* x, const T* w, const T* b, T* y, int64_t n, int64_t in, int64_t out);
 
 // dy [N, out] → dx [N, in] += dy·w (skipped when dx is null: frozen inputs need none),
-// dw [out, in] += dyᵀ·x, db [out] += Σ_rows dy (skipped when null)
+// dw [out, in] += dyᵀ·x (skipped when null: a frozen weight, such as a tied output's rows),
+// db [out] += Σ_rows dy (skipped when null)
 template <class T>
 void linear_backward(const T* dy, const T* x, const T* w, T* dx, T* dw, T* db, int64_t n,
                      int64_t in, int64_t out);

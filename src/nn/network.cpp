@@ -5,7 +5,6 @@
 
 #include "nn/attention_pool.hpp"
 #include "nn/cross_entropy.hpp"
-#include "nn/dense.hpp"
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
 #include "nn/linear_layer.hpp"
@@ -299,22 +298,18 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
   std::vector<int64_t> table_rows, new_rows;  // embedding rows given a gradient
   if (s.tied_output) {
     // logits = hidden·Tᵀ + b2 with T = table[output_rows]: dT goes back to the rows it came from
-    const bool rows_train = output_rows_train();
+    const bool rows_train = output_rows_train();  // frozen rows need no dT (a V×Ein product)
     std::vector<T> dtable(rows_train ? c.output_table.size() : 0, T(0));
+    linear_backward(dlogits.data(), c.hidden.data(), c.output_table.data(), dhidden.data(),
+                    rows_train ? dtable.data() : nullptr, b2.grad.data(), rows, s.hidden, s.classes);
     if (rows_train) {
-      linear_backward(dlogits.data(), c.hidden.data(), c.output_table.data(), dhidden.data(),
-                      dtable.data(), b2.grad.data(), rows, s.hidden, s.classes);
       embedding_backward(output_rows_.data(), dtable.data(),
                          embedding.trainable ? embedding.grad.data() : nullptr, s.vocabulary,
                          s.new_words > 0 ? new_words.grad.data() : nullptr, s.classes, s.embed);
-      for (int64_t id : output_rows_)
-        (id >= s.vocabulary ? new_rows : table_rows).push_back(id >= s.vocabulary ? id - s.vocabulary : id);
-      if (!embedding.trainable) table_rows.clear();
-    } else {  // only dhidden and the bias: the frozen rows take no gradient
-      gemm<T>(false, false, rows, s.hidden, s.classes, dlogits.data(), c.output_table.data(), T(1),
-              dhidden.data());
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t o = 0; o < s.classes; ++o) b2.grad[static_cast<size_t>(o)] += dlogits[static_cast<size_t>(r * s.classes + o)];
+      for (int64_t id : output_rows_) {
+        if (id >= s.vocabulary) new_rows.push_back(id - s.vocabulary);
+        else if (embedding.trainable) table_rows.push_back(id);
+      }
     }
     dpre = std::move(dhidden);  // hidden = pre
   } else {
