@@ -29,7 +29,7 @@ struct bench_args {
   std::vector<std::string> shapes;
   bool causal = false, backward = false, json = false, peak = false, mha = false;
   int threads = 0, reps = 7;
-  std::string kernel = "fused";
+  std::string kernel = "fused", dtype = "float32";
 };
 
 struct bench_shape {
@@ -92,20 +92,21 @@ double attention_flops(const bench_args& args, const bench_shape& s) {
 }
 
 void report(const bench_args& args, const bench_shape& s, int threads, double med, double flops) {
-  const std::string isa = args.kernel == "reference" ? "reference" : fused_kernel_isa();
+  const bool bf16 = parse_sdpa_dtype(args.dtype) == sdpa_dtype::bf16;
+  const std::string isa = args.kernel == "reference" ? "reference" : bf16 ? bf16_kernel_path() : fused_kernel_isa();
   if (args.json) {
     nlohmann::ordered_json j;
     j["peer"] = "attn";
     j["B"] = s.B, j["N"] = s.N, j["H"] = s.H, j["D"] = s.D;
     j["causal"] = args.causal, j["backward"] = args.backward, j["threads"] = threads;
     j["median_s"] = med, j["gflops"] = flops / med / 1e9;
-    j["kernel"] = args.kernel, j["isa"] = isa;
+    j["kernel"] = args.kernel, j["isa"] = isa, j["dtype"] = sdpa_dtype_name(parse_sdpa_dtype(args.dtype));
     if (args.mha) j["mha"] = true;
     fmt::print("{}\n", j.dump());
   } else {
-    fmt::print("{}{},{},{},{}{}  median {:.3f} ms over {} runs  {:.1f} GFLOP/s  ({} {}, {} threads)\n",
-               args.mha ? "mha " : "", s.B, s.N, s.H, s.D, args.causal ? " causal" : "", med * 1e3,
-               args.reps, flops / med / 1e9, args.kernel, isa, threads);
+    fmt::print("{}{},{},{},{}{}{}  median {:.3f} ms over {} runs  {:.1f} GFLOP/s  ({} {}, {} threads)\n",
+               args.mha ? "mha " : "", s.B, s.N, s.H, s.D, args.causal ? " causal" : "",
+               bf16 ? " bf16" : "", med * 1e3, args.reps, flops / med / 1e9, args.kernel, isa, threads);
   }
 }
 
@@ -119,6 +120,7 @@ void bench_one(const bench_args& args, const bench_shape& s, int threads) {
   sdpa_options options;
   options.causal = args.causal;
   options.kernel = args.kernel == "reference" ? sdpa_kernel::reference : sdpa_kernel::fused;
+  options.dtype = parse_sdpa_dtype(args.dtype);
   if (!args.backward) {
     const double med = median_seconds(args, [&] { const tensor out = sdpa(q, k, v, options); });
     report(args, s, threads, med, attention_flops(args, s));
@@ -150,6 +152,7 @@ void bench_mha_one(const bench_args& args, const bench_shape& s, int threads) {
   const tensor x = random_tensor({s.B, s.N, E}, rng);
   mha_options options;
   options.causal = args.causal;
+  options.dtype = parse_sdpa_dtype(args.dtype);
   const double med = median_seconds(args, [&] { const tensor out = layer.forward(x, x, x, options); });
   const double projections = 4.0 * 2.0 * static_cast<double>(s.B * s.N) * static_cast<double>(E * E);
   report(args, s, threads, med, projections + attention_flops(args, s));
@@ -160,6 +163,8 @@ void run(const bench_args& args) {
     throw_usage(fmt::format("--kernel '{}': expected fused or reference", args.kernel));
   if (args.mha && args.backward) throw_usage("--mha times the forward only");
   if (args.mha && args.kernel != "fused") throw_usage("--mha runs the fused kernel only");
+  if (parse_sdpa_dtype(args.dtype) == sdpa_dtype::bf16 && args.backward)
+    throw_usage("--backward runs in float32 only (--dtype bf16 times the forward)");
   if (args.reps < 1) throw_usage(fmt::format("--reps {}: expected at least 1", args.reps));
   if (args.threads < 0) throw_usage(fmt::format("--threads {}: expected at least 1", args.threads));
   std::vector<bench_shape> shapes;
@@ -169,13 +174,16 @@ void run(const bench_args& args) {
   const int threads = omp_get_max_threads();
 
   if (args.peak) {
-    const double peak = measure_fma_peak_gflops(threads);
+    const bool bf16 = parse_sdpa_dtype(args.dtype) == sdpa_dtype::bf16;
+    const double peak = bf16 ? measure_bf16_peak_gflops(threads) : measure_fma_peak_gflops(threads);
     if (args.json) {
       nlohmann::ordered_json j;
-      j["peak_gflops"] = peak, j["threads"] = threads, j["cpu"] = cpu_model();
+      j["peak_gflops"] = peak, j["dtype"] = sdpa_dtype_name(parse_sdpa_dtype(args.dtype));
+      j["threads"] = threads, j["cpu"] = cpu_model();
       fmt::print("{}\n", j.dump());
     } else {
-      fmt::print("FMA peak {:.1f} GFLOP/s ({} threads, {})\n", peak, threads, cpu_model());
+      fmt::print("{} peak {:.1f} GFLOP/s ({} threads, {})\n", bf16 ? "bf16 dot-product (vdpbf16ps)" : "FMA",
+                 peak, threads, cpu_model());
     }
   }
   for (const bench_shape& s : shapes) {
@@ -196,8 +204,11 @@ void add_bench_command(CLI::App& app) {
   sub->add_option("--threads", args->threads, "Threads (default: all)");
   sub->add_option("--reps", args->reps, "Timed runs per shape (default 7)");
   sub->add_option("--kernel", args->kernel, "fused (default) or reference");
+  sub->add_option("--dtype", args->dtype,
+                  "float32 (default) or bf16 (Q·Kᵀ and P·V on bf16 operands, float32 accumulation)");
   sub->add_flag("--json", args->json, "One JSON line per shape, as the peers print");
-  sub->add_flag("--peak", args->peak, "First measure the machine's float32 FMA peak");
+  sub->add_flag("--peak", args->peak,
+                "First measure the machine's peak: float32 FMA, or with --dtype bf16 the vdpbf16ps rate");
   sub->add_flag("--mha", args->mha,
                 "Time the whole multi-head attention layer (E = H·D): projections + sdpa; FLOPs "
                 "add 8·B·N·E² for the four projections");

@@ -15,6 +15,7 @@ namespace {
 
 struct mha_args {
   std::string weights, query, key, value, key_padding_mask, attn_mask, output, weights_output;
+  std::string dtype = "float32";
   int64_t heads = 0;
   bool causal = false;
 };
@@ -70,6 +71,7 @@ void run(const mha_args& args) {
 
   mha_options options;
   options.causal = args.causal;
+  options.dtype = parse_sdpa_dtype(args.dtype);
   std::optional<tensor> padding, mask;
   if (!args.key_padding_mask.empty()) {
     // PyTorch's convention for both MHA masks: bool True = ignore this key.
@@ -128,6 +130,9 @@ void add_mha_command(CLI::App& app) {
                   ".npy [B, S]: bool (True = ignore that key) or float (added)");
   sub->add_option("--attn-mask", args->attn_mask,
                   ".npy [L, S] or [B·H, L, S]: bool (True = not allowed) or float (added)");
+  sub->add_option("--dtype", args->dtype,
+                  "float32 (default) or bf16: the attention's products on bf16 operands, float32 "
+                  "accumulation (the projections stay float32)");
   sub->add_option("-o,--output", args->output, "Output .npy [B, L, E]")->required();
   sub->add_option("--attn-weights-out", args->weights_output,
                   "Also write the per-head attention weights [B, H, L, S]");

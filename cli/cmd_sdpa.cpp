@@ -17,7 +17,7 @@ namespace {
 struct sdpa_args {
   std::string query, key, value, attn_mask, output, weights_output, scale = "sqrt";
   std::string grad_output, dq, dk, dv;  // the backward: dL/do in, dL/dq, dL/dk, dL/dv out
-  std::string kernel = "fused";
+  std::string kernel = "fused", dtype = "float32";
   bool causal = false;
 };
 
@@ -28,6 +28,7 @@ void run(const sdpa_args& args) {
   if (args.kernel != "fused" && args.kernel != "reference")
     throw_usage(fmt::format("--kernel '{}': expected fused or reference", args.kernel));
   options.kernel = args.kernel == "reference" ? sdpa_kernel::reference : sdpa_kernel::fused;
+  options.dtype = parse_sdpa_dtype(args.dtype);
   const tensor q = read_float_npy(args.query, "the query");
   const tensor k = read_float_npy(args.key, "the key");
   const tensor v = read_float_npy(args.value, "the value");
@@ -52,6 +53,8 @@ void run(const sdpa_args& args) {
   const bool backward = !args.grad_output.empty();
   if (backward != !args.dq.empty() || backward != !args.dk.empty() || backward != !args.dv.empty())
     throw_usage("--grad-output, --dq, --dk and --dv go together: give all four or none");
+  if (backward && options.dtype != sdpa_dtype::float32)
+    throw_usage("--grad-output: the backward runs in float32 only (--dtype bf16 is the forward)");
   std::optional<tensor> grad_o;
   if (backward) {
     grad_o = read_float_npy(args.grad_output, "the output gradient");
@@ -91,6 +94,9 @@ void add_sdpa_command(CLI::App& app) {
                   ".npy broadcastable to [B, H, L, S]: float (added) or bool (True = takes part)");
   sub->add_option("--kernel", args->kernel,
                   "fused (default: tiled, online softmax) or reference (float64, the specification)");
+  sub->add_option("--dtype", args->dtype,
+                  "float32 (default) or bf16: Q·Kᵀ and P·V on bf16 operands with float32 accumulation "
+                  "(the float32 inputs rounded to bf16 on the way in; the output is float32)");
   sub->add_option("-o,--output", args->output, "Output .npy [B, H, L, Dv]")->required();
   sub->add_option("--attn-weights-out", args->weights_output,
                   "Also write the attention weights [B, H, L, S]");

@@ -13,4 +13,8 @@ std::string cpu_model();
 // `seconds`. The ceiling any float32 kernel is compared with.
 double measure_fma_peak_gflops(int threads, double seconds = 0.3);
 
+// The bf16 dot-product peak in GFLOP/s, measured the same way with vdpbf16ps chains (each lane
+// does two multiply-adds: 64 FLOPs per instruction); 0 where the CPU lacks AVX-512 BF16.
+double measure_bf16_peak_gflops(int threads, double seconds = 0.3);
+
 }  // namespace attn

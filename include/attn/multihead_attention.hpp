@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "attn/sdpa.hpp"
 #include "attn/tensor.hpp"
 
 namespace attn {
@@ -21,6 +22,8 @@ struct mha_options {
   // [L, S] or [B·H, L, S]: additive float, as above.
   const tensor* attn_mask = nullptr;
   bool causal = false;  // adds the top-left causal mask
+  // The attention's products (sdpa_dtype, in sdpa.hpp); the projections stay float32.
+  sdpa_dtype dtype = sdpa_dtype::float32;
 };
 
 class multihead_attention {

@@ -234,9 +234,7 @@ tensor decode(const entry& e, const unsigned char* data) {
       for (size_t i = 0; i < values.size(); ++i) values[i] = half_to_float(load_u16_le(p + 2 * i));
       break;
     case stored_dtype::bf16:
-      // bfloat16 is the top half of a float32.
-      for (size_t i = 0; i < values.size(); ++i)
-        values[i] = std::bit_cast<float>(static_cast<uint32_t>(load_u16_le(p + 2 * i)) << 16);
+      for (size_t i = 0; i < values.size(); ++i) values[i] = bf16_to_float(load_u16_le(p + 2 * i));
       break;
   }
   return tensor(e.shape, std::move(values));

@@ -16,6 +16,11 @@
 //
 // Each output element is produced by one thread in a fixed order, so results are identical
 // from run to run and do not depend on the number of threads.
+//
+// With BF16 the two products take bf16 operands and accumulate in float32 (V then is one of
+// simd_bf16.hpp's structs): the query tile is packed as bf16 pairs along D, K and V come
+// pre-packed (flash_problem's kw, vw), and P is rounded to bf16 pairs along the keys just before
+// P·V. The softmax, masks and rescaling are the float32 ones, unchanged.
 #pragma once
 
 #include <algorithm>
@@ -24,6 +29,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/half.hpp"
 #include "kernels/flash_problem.hpp"
 #include "kernels/simd.hpp"
 
@@ -33,7 +39,7 @@ namespace {
 constexpr float log2e = 1.4426950408889634f;
 constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
-template <class V, int QV, int JB, int NR, int NV>
+template <class V, int QV, int JB, int NR, int NV, bool BF16 = false>
 class flash_forward {
   using vec = typename V::vec;
 
@@ -76,22 +82,30 @@ class flash_forward {
     std::vector<float> o;     // [BR][dvp] the unnormalised output
     std::vector<float> m, l;  // [BR]      running max (base 2) and sum
     std::vector<float> alpha; // [BR]      this tile's rescale factor
+    std::vector<uint32_t> qw; // [D/2][BR] bf16: the query tile as pairs along D (qt unused)
+    std::vector<uint32_t> pw; // [BC/2][BR] bf16: P as pairs along the keys
     scratch(int64_t D, int64_t dvp, mask_mode mode)
-        : qt(static_cast<size_t>(std::max<int64_t>(D, 1) * BR)),
+        : qt(BF16 ? 0 : static_cast<size_t>(std::max<int64_t>(D, 1) * BR)),
           st(static_cast<size_t>((BC + JB) * BR)),
           mt(mode == mask_mode::full ? BC * BR : mode == mask_mode::per_key ? BC : 0),
           o(static_cast<size_t>(BR * dvp)),
           m(BR),
           l(BR),
-          alpha(BR) {}
+          alpha(BR),
+          qw(BF16 ? static_cast<size_t>(std::max<int64_t>((D + 1) / 2, 1) * BR) : 0),
+          pw(BF16 ? static_cast<size_t>(BC / 2 * BR) : 0) {}
+  };
+
+  // One (batch, K/V head)'s operands: float32 rows, or the bf16 packs.
+  struct head {
+    const float *k, *v;
+    const uint32_t *kw, *vw;
   };
 
   // ---- one work item ----
   void tile(scratch& s, int64_t b, int64_t h, int64_t i0) const {
     const int64_t rows = std::min<int64_t>(BR, p_.L - i0);
-    const int64_t hk = h / group_;
-    const float* kh = p_.k + b * p_.ks[0] + hk * p_.ks[1];
-    const float* vh = p_.v + b * p_.vs[0] + hk * p_.vs[1];
+    const head hd = head_operands(b, h / group_);
     pack_queries(s, b, h, i0, rows);
 
     std::fill(s.m.begin(), s.m.end(), neg_inf);
@@ -104,20 +118,51 @@ class flash_forward {
       const int nk = static_cast<int>(std::min<int64_t>(BC, jend - j0));
       // A tile whose every score is masked would add exactly nothing: skip it.
       if (mask_mode_ != mask_mode::none && !load_mask(s, b, h, i0, rows, j0, nk)) continue;
-      scores(s, kh, j0, nk, jend);
+      scores(s, hd, j0, nk, jend);
       apply_masks(s, i0, j0, nk);
       softmax_update(s, nk);
       rescale_output(s, rows);
-      accumulate_values(s, vh, j0, nk, rows);
+      if constexpr (BF16) accumulate_values_bf16(s, hd, j0, nk, rows);
+      else accumulate_values(s, hd.v, j0, nk, rows);
     }
     write_output(s, b, h, i0, rows);
-    if (p_.weights != nullptr) write_weights(s, b, h, i0, rows, kh);
+    if (p_.weights != nullptr) write_weights(s, b, h, i0, rows, hd);
   }
 
-  // qt[d][r] = q[i0 + r][d] · scale · log2 e; rows past L are zero.
+  head head_operands(int64_t b, int64_t hk) const {
+    head hd{p_.k + b * p_.ks[0] + hk * p_.ks[1], p_.v + b * p_.vs[0] + hk * p_.vs[1], nullptr, nullptr};
+    if constexpr (BF16) {
+      const int64_t bh = b * p_.Hkv + hk;
+      hd.kw = p_.kw + bh * p_.S * p_.kw_row;
+      hd.vw = p_.vw + bh * ((p_.S + 1) / 2) * p_.vw_cols;
+    }
+    return hd;
+  }
+
+  // qt[d][r] = q[i0 + r][d] · scale · log2 e; rows past L are zero. (bf16: qw[d/2][r] holds
+  // the pair d, d + 1, each rounded to bf16 after the scaling.)
   void pack_queries(scratch& s, int64_t b, int64_t h, int64_t i0, int64_t rows) const {
     const float c = p_.scale * log2e;
     const float* qb = p_.q + b * p_.qs[0] + h * p_.qs[1] + i0 * p_.qs[2];
+    if constexpr (BF16) {
+      const vec cv = V::set1(c);
+      const int64_t full = p_.D / (2 * W) * (2 * W);  // D's elements packed a vector of words at a time
+      alignas(64) uint32_t words[W];
+      for (int64_t r = 0; r < BR; ++r) {
+        const float* qr = qb + r * p_.qs[2];
+        for (int64_t d = 0; d < full; d += 2 * W) {
+          if (r < rows) V::store_words(words, V::pack_consecutive(V::mul(V::load(qr + d), cv),
+                                                                  V::mul(V::load(qr + d + W), cv)));
+          for (int i = 0; i < W; ++i) s.qw[(d / 2 + i) * BR + r] = r < rows ? words[i] : 0u;
+        }
+        for (int64_t d = full; d < p_.D; d += 2) {
+          const uint32_t lo = r < rows ? float_to_bf16(qr[d] * c) : 0u;
+          const uint32_t hi = r < rows && d + 1 < p_.D ? float_to_bf16(qr[d + 1] * c) : 0u;
+          s.qw[d / 2 * BR + r] = lo | hi << 16;
+        }
+      }
+      return;
+    }
     for (int64_t r = 0; r < BR; ++r) {
       const float* qr = qb + r * p_.qs[2];
       for (int64_t d = 0; d < p_.D; ++d) s.qt[d * BR + r] = r < rows ? qr[d] * c : 0.0f;
@@ -158,7 +203,16 @@ class flash_forward {
   }
 
   // st[jj][:] = Kᵀ tile × query tile, micro-blocks of JB keys × QV vectors of queries.
-  void scores(scratch& s, const float* kh, int64_t j0, int nk, int64_t jend) const {
+  void scores(scratch& s, const head& hd, int64_t j0, int nk, int64_t jend) const {
+    if constexpr (BF16) {
+      const uint32_t* krow[JB];
+      for (int jb = 0; jb < nk; jb += JB) {
+        for (int x = 0; x < JB; ++x) krow[x] = hd.kw + std::min(j0 + jb + x, jend - 1) * p_.kw_row;
+        score_block_bf16(s.qw.data(), krow, s.st.data() + jb * BR);
+      }
+      return;
+    }
+    const float* const kh = hd.k;
     const float* krow[JB];
     for (int jb = 0; jb < nk; jb += JB) {
       // The last block may run past the valid keys: it reads the last valid key again and its
@@ -178,6 +232,23 @@ class flash_forward {
       for (int x = 0; x < JB; ++x) {
         const vec kb = V::set1(krow[x][d]);
         for (int u = 0; u < QV; ++u) acc[x][u] = V::fmadd(kb, q[u], acc[x][u]);
+      }
+    }
+    for (int x = 0; x < JB; ++x)
+      for (int u = 0; u < QV; ++u) V::store(out + x * BR + u * W, acc[x][u]);
+  }
+
+  // The same block from bf16 pairs: half the steps, each multiplying two elements of D.
+  void score_block_bf16(const uint32_t* qw, const uint32_t* const* krow, float* out) const {
+    vec acc[JB][QV];
+    for (int x = 0; x < JB; ++x)
+      for (int u = 0; u < QV; ++u) acc[x][u] = V::zero();
+    for (int64_t d2 = 0; d2 < p_.kw_row; ++d2) {
+      typename V::words q[QV];
+      for (int u = 0; u < QV; ++u) q[u] = V::load_words(qw + d2 * BR + u * W);
+      for (int x = 0; x < JB; ++x) {
+        const typename V::words kb = V::set1_word(krow[x][d2]);
+        for (int u = 0; u < QV; ++u) acc[x][u] = V::dot(acc[x][u], q[u], kb);
       }
     }
     for (int x = 0; x < JB; ++x)
@@ -285,6 +356,53 @@ class flash_forward {
       for (int c = 0; c < NVN; ++c) V::store(o + r * dvp_ + c * W, acc[r][c]);
   }
 
+  // bf16: P rounded to pairs of keys (a missing last key of an odd tile is 0, as is its
+  // zero-padded row of V), then o[r][:] += Σ_pairs P-pair[r] · V-pair[:] with dot.
+  void accumulate_values_bf16(scratch& s, const head& hd, int64_t j0, int nk, int64_t rows) const {
+    const int pairs = (nk + 1) / 2;
+    for (int k = 0; k < pairs; ++k) {
+      const float* lo = s.st.data() + 2 * k * BR;
+      for (int u = 0; u < QV; ++u) {
+        const vec hi = 2 * k + 1 < nk ? V::load(lo + BR + u * W) : V::zero();
+        V::store_words(s.pw.data() + k * BR + u * W, V::pack_pairs(V::load(lo + u * W), hi));
+      }
+    }
+    const uint32_t* v0 = hd.vw + j0 / 2 * p_.vw_cols;  // j0 is a multiple of BC: even
+    for (int64_t r0 = 0; r0 < rows; r0 += NR) {
+      for (int64_t c0 = 0; c0 < dvec_; c0 += NV) {
+        const uint32_t* pw = s.pw.data() + r0;
+        float* o = s.o.data() + r0 * dvp_ + c0 * W;
+        const uint32_t* v = v0 + c0 * W;
+        switch (std::min<int64_t>(NV, dvec_ - c0)) {
+          case 1: value_block_bf16<1>(pw, o, v, pairs); break;
+          case 2: value_block_bf16<std::min(2, NV)>(pw, o, v, pairs); break;
+          case 3: value_block_bf16<std::min(3, NV)>(pw, o, v, pairs); break;
+          default: value_block_bf16<NV>(pw, o, v, pairs); break;
+        }
+      }
+    }
+  }
+
+  // NR rows × NVN vectors of o; V's padded columns are zero, so no tail lanes need masking.
+  template <int NVN>
+  void value_block_bf16(const uint32_t* pw, float* o, const uint32_t* v, int pairs) const {
+    vec acc[NR][NVN];
+    for (int r = 0; r < NR; ++r)
+      for (int c = 0; c < NVN; ++c) acc[r][c] = V::load(o + r * dvp_ + c * W);
+    for (int k = 0; k < pairs; ++k) {
+      const uint32_t* vr = v + k * p_.vw_cols;
+      typename V::words vv[NVN];
+      for (int c = 0; c < NVN; ++c) vv[c] = V::load_words(vr + c * W);
+      const uint32_t* pk = pw + k * BR;
+      for (int r = 0; r < NR; ++r) {
+        const typename V::words pb = V::set1_word(pk[r]);
+        for (int c = 0; c < NVN; ++c) acc[r][c] = V::dot(acc[r][c], pb, vv[c]);
+      }
+    }
+    for (int r = 0; r < NR; ++r)
+      for (int c = 0; c < NVN; ++c) V::store(o + r * dvp_ + c * W, acc[r][c]);
+  }
+
   // out[i0 + r][:] = o[r][:] / l[r]; a row that saw no unmasked key is exactly 0.
   void write_output(scratch& s, int64_t b, int64_t h, int64_t i0, int64_t rows) const {
     const int tail = static_cast<int>(p_.Dv - (dvec_ - 1) * W);
@@ -307,7 +425,7 @@ class flash_forward {
   // The normalised weights, recomputed tile by tile from the final max and sum (only when the
   // caller asks for them: they are the one L×S output).
   void write_weights(scratch& s, int64_t b, int64_t h, int64_t i0, int64_t rows,
-                     const float* kh) const {
+                     const head& hd) const {
     const int64_t jend = p_.causal ? std::min(p_.S, i0 + rows) : p_.S;
     float* wb = p_.weights + ((b * p_.H + h) * p_.L + i0) * p_.S;
     for (int64_t j0 = 0; j0 < p_.S; j0 += BC) {
@@ -317,7 +435,7 @@ class flash_forward {
         continue;
       }
       if (mask_mode_ != mask_mode::none) load_mask(s, b, h, i0, rows, j0, nk);
-      scores(s, kh, j0, nk, p_.S);
+      scores(s, hd, j0, nk, p_.S);
       apply_masks(s, i0, j0, nk);
       for (int u = 0; u < QV; ++u) {
         const vec m_use = V::neg_inf_to_zero(V::load(s.m.data() + u * W));

@@ -21,10 +21,28 @@ struct flash_problem {
   int64_t ms[4] = {0, 0, 0, 0};
   bool causal = false;  // top-left: query i sees keys j ≤ i
   float scale = 1.0f;   // multiplies Q·Kᵀ
+
+  // bf16 operands (flash_forward_bf16.hpp fills these; the float32 kernels ignore them). A 32-bit word
+  // holds a pair of bf16 values, the lower one in the low half, as vdpbf16ps reads them.
+  //   kw [B·Hkv][S][kw_row]          K's rows, pairs along D (D rounded up to even, zero-padded)
+  //   vw [B·Hkv][(S+1)/2][vw_cols]   V's rows two at a time: word (j, c) = (V[2j][c], V[2j+1][c]),
+  //                                  columns zero-padded to vw_cols (a multiple of the lanes)
+  const uint32_t* kw = nullptr;
+  const uint32_t* vw = nullptr;
+  int64_t kw_row = 0, vw_cols = 0;
 };
 
 // Implemented once per instruction set; each runs the whole problem on the OpenMP threads.
 void flash_forward_avx512(const flash_problem& p);
 void flash_forward_avx2(const flash_problem& p);
+
+// Q·Kᵀ and P·V on bf16 pairs with float32 accumulation (they pack K and V themselves): with
+// vdpbf16ps, or with its exact float32 emulation where the CPU lacks it (same bits; simd_bf16.hpp).
+void flash_forward_bf16_avx512(const flash_problem& p);
+void flash_forward_bf16_emulated_avx512(const flash_problem& p);
+void flash_forward_bf16_emulated_avx2(const flash_problem& p);
+
+// The kernel of selected_bf16_path() (flash_bf16.cpp); the caller leaves the bf16 fields empty.
+void flash_forward_bf16(const flash_problem& p);
 
 }  // namespace attn::kernels

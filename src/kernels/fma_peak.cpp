@@ -33,6 +33,22 @@ __attribute__((target("avx512f"))) float fma_loop_avx512(long iterations) {
   return sum;
 }
 
+__attribute__((target("avx512f,avx512bf16"))) float bf16_loop_avx512(long iterations) {
+  __m512 acc[chains];
+  for (int c = 0; c < chains; ++c) acc[c] = _mm512_set1_ps(0.001f * static_cast<float>(c));
+  // Small operands (2^-20 · 2^-20 per product): the chains grow slowly and never overflow.
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-6f), _mm512_set1_ps(1e-6f));
+  for (long i = 0; i < iterations; ++i)
+    for (int c = 0; c < chains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, a);
+  alignas(64) float lanes[16];
+  float sum = 0.0f;
+  for (int c = 0; c < chains; ++c) {
+    _mm512_store_ps(lanes, acc[c]);
+    for (float x : lanes) sum += x;
+  }
+  return sum;
+}
+
 __attribute__((target("avx2,fma"))) float fma_loop_avx2(long iterations) {
   __m256 acc[chains];
   for (int c = 0; c < chains; ++c) acc[c] = _mm256_set1_ps(0.001f * static_cast<float>(c));
@@ -62,16 +78,16 @@ std::string cpu_model() {
   return "unknown";
 }
 
-double measure_fma_peak_gflops(int threads, double seconds) {
-#if defined(__x86_64__)
-  const bool wide = __builtin_cpu_supports("avx512f");
-  if (!wide && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return 0.0;
-  const int lanes = wide ? 16 : 8;
+namespace {
+
+// FLOPs per iteration of one chain's loop on one thread: lanes × multiply-adds per lane × 2.
+template <class Loop>
+double peak_gflops(int threads, double seconds, double flops_per_iteration, Loop loop) {
   const auto run = [&](long iterations) {
     float total = 0.0f;
     const auto t0 = std::chrono::steady_clock::now();
 #pragma omp parallel num_threads(threads) reduction(+ : total)
-    total += wide ? fma_loop_avx512(iterations) : fma_loop_avx2(iterations);
+    total += loop(iterations);
     sink_ = total;  // keeps the loops alive
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
@@ -82,14 +98,31 @@ double measure_fma_peak_gflops(int threads, double seconds) {
   double best = 0.0;
   for (int rep = 0; rep < 3; ++rep) {
     const double t = run(iterations);
-    best = std::max(best, 2.0 * lanes * chains * static_cast<double>(iterations) * threads / t / 1e9);
+    best = std::max(best, flops_per_iteration * chains * static_cast<double>(iterations) * threads / t / 1e9);
   }
   return best;
-#else
+}
+
+}  // namespace
+
+double measure_fma_peak_gflops(int threads, double seconds) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f")) return peak_gflops(threads, seconds, 2.0 * 16, fma_loop_avx512);
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return peak_gflops(threads, seconds, 2.0 * 8, fma_loop_avx2);
+#endif
   (void)threads;
   (void)seconds;
   return 0.0;
+}
+
+double measure_bf16_peak_gflops(int threads, double seconds) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512bf16")) return peak_gflops(threads, seconds, 2.0 * 2 * 16, bf16_loop_avx512);
 #endif
+  (void)threads;
+  (void)seconds;
+  return 0.0;
 }
 
 }  // namespace attn

@@ -31,6 +31,33 @@ isa selected_isa() {
   return chosen;
 }
 
+bf16_path selected_bf16_path() {
+  static const bf16_path chosen = [] {
+    switch (selected_isa()) {
+      case isa::reference: return bf16_path::reference;
+      case isa::avx2: return bf16_path::emulated_avx2;
+      case isa::avx512: break;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    const char* want = std::getenv("ATTN_BF16");
+    const bool emulate = want != nullptr && std::string(want) == "emulate";
+    if (!emulate && __builtin_cpu_supports("avx512bf16")) return bf16_path::avx512_bf16;
+#endif
+    return bf16_path::emulated_avx512;
+  }();
+  return chosen;
+}
+
+const char* bf16_path_name(bf16_path p) {
+  switch (p) {
+    case bf16_path::avx512_bf16: return "avx512_bf16";
+    case bf16_path::emulated_avx512: return "avx512 (bf16 emulated)";
+    case bf16_path::emulated_avx2: return "avx2 (bf16 emulated)";
+    case bf16_path::reference: break;
+  }
+  return "reference";
+}
+
 const char* isa_name(isa i) {
   switch (i) {
     case isa::avx512: return "avx512";

@@ -12,4 +12,14 @@ isa selected_isa();
 
 const char* isa_name(isa i);
 
+// How bf16 attention runs: vdpbf16ps where the CPU has AVX-512 BF16 and the selected isa is
+// avx512; otherwise the same computation with the instruction emulated in float32 (the same bits,
+// not faster); with no AVX2 at all, the float64 reference on the bf16-rounded inputs.
+// ATTN_BF16=emulate asks for the emulation on a CPU that has the instruction (to test that path).
+enum class bf16_path { reference, emulated_avx2, emulated_avx512, avx512_bf16 };
+
+bf16_path selected_bf16_path();
+
+const char* bf16_path_name(bf16_path p);
+
 }  // namespace attn::kernels

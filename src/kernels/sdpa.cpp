@@ -15,6 +15,8 @@ using kernels::selected_isa;
 
 std::string fused_kernel_isa() { return kernels::isa_name(selected_isa()); }
 
+std::string bf16_kernel_path() { return kernels::bf16_path_name(kernels::selected_bf16_path()); }
+
 // q [B,H,L,D], k [B,Hkv,S,D], v [B,Hkv,S,Dv] → o [B,H,L,Dv]
 tensor sdpa(const tensor& q, const tensor& k, const tensor& v, const sdpa_options& options,
             tensor* weights_out) {
@@ -52,7 +54,8 @@ tensor sdpa(const tensor& q, const tensor& k, const tensor& v, const sdpa_option
   p.scale = static_cast<float>(options.scale.resolve(p.D));
 
 #if defined(__x86_64__) || defined(__i386__)
-  if (chosen == isa::avx512) kernels::flash_forward_avx512(p);
+  if (options.dtype == sdpa_dtype::bf16) kernels::flash_forward_bf16(p);
+  else if (chosen == isa::avx512) kernels::flash_forward_avx512(p);
   else kernels::flash_forward_avx2(p);
 #endif
   if (weights_out != nullptr) *weights_out = weights;

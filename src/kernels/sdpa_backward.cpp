@@ -43,6 +43,8 @@ kernels::flash_problem describe(const tensor& qc, const tensor& kc, const tensor
 }
 
 bool use_reference(const sdpa_options& options) {
+  if (options.dtype != sdpa_dtype::float32)
+    throw_usage("the training pair sdpa_forward / sdpa_backward runs in float32 only (bf16: the forward sdpa)");
   return options.kernel == sdpa_kernel::reference || kernels::selected_isa() == isa::reference;
 }
 

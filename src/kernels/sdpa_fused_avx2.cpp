@@ -3,7 +3,8 @@
 #include "kernels/flash_problem.hpp"
 
 #if defined(__AVX2__) && defined(__FMA__)
-#include "kernels/flash_forward.hpp"
+#include "kernels/flash_forward_bf16.hpp"
+#include "kernels/simd_bf16.hpp"
 
 namespace attn::kernels {
 
@@ -11,6 +12,11 @@ namespace attn::kernels {
 // P·V in blocks of 4 rows × 2 vectors.
 void flash_forward_avx2(const flash_problem& p) {
   flash_forward<simd::avx2, 2, 5, 4, 2>(p).run();
+}
+
+// bf16 on a CPU without AVX-512: the emulated instruction, same tiles.
+void flash_forward_bf16_emulated_avx2(const flash_problem& p) {
+  flash_forward_bf16_run<simd::avx2_bf16_emulated, 2, 5, 4, 2>(p);
 }
 
 }  // namespace attn::kernels

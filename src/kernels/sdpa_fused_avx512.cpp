@@ -3,7 +3,8 @@
 #include "kernels/flash_problem.hpp"
 
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
-#include "kernels/flash_forward.hpp"
+#include "kernels/flash_forward_bf16.hpp"
+#include "kernels/simd_bf16.hpp"
 
 namespace attn::kernels {
 
@@ -15,6 +16,12 @@ namespace attn::kernels {
 // keys is computed in the same order.
 void flash_forward_avx512(const flash_problem& p) {
   flash_forward<simd::avx512, 4, 6, 4, 4>(p).run();
+}
+
+// bf16 on an AVX-512 CPU without AVX-512 BF16 (or when ATTN_BF16=emulate asks): the tiles of
+// flash_forward_bf16_avx512, each vdpbf16ps emulated in float32, so the results are the same bits.
+void flash_forward_bf16_emulated_avx512(const flash_problem& p) {
+  flash_forward_bf16_run<simd::avx512_bf16_emulated, 4, 6, 4, 4>(p);
 }
 
 }  // namespace attn::kernels

@@ -51,6 +51,12 @@ namespace ref {
 // q [B,H,L,D], k [B,Hkv,S,D], v [B,Hkv,S,Dv], attn_mask broadcast to [B,H,L,S] → o [B,H,L,Dv]
 tensor sdpa(const tensor& q, const tensor& k, const tensor& v, const sdpa_options& options,
             tensor* weights_out) {
+  if (options.dtype == sdpa_dtype::bf16) {  // exact arithmetic on the rounded operands
+    sdpa_options exact = options;
+    exact.dtype = sdpa_dtype::float32;
+    check_sdpa_shapes(q, k, v, options.attn_mask);
+    return ref::sdpa(round_to_bf16(q), round_to_bf16(k), round_to_bf16(v), exact, weights_out);
+  }
   const tensor* mask = options.attn_mask;
   check_sdpa_shapes(q, k, v, mask);
   const int64_t B = q.dim(0), H = q.dim(1), L = q.dim(2), D = q.dim(3);

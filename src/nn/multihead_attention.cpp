@@ -252,6 +252,7 @@ tensor multihead_attention::forward(const tensor& query, const tensor& key, cons
   // carries them. The causal part is left to sdpa, which skips those keys outright.
   sdpa_options so;
   so.causal = options.causal;
+  so.dtype = options.dtype;
   tensor mask;
   if (kpm != nullptr && am == nullptr) {
     mask = kpm->contiguous().reshape({B, 1, 1, S});
