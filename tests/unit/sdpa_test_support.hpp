@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "attn/mask.hpp"
 #include "attn/tensor.hpp"
+#include "kernels/flash_problem.hpp"
 
 namespace sdpa_test {
 
@@ -111,6 +113,57 @@ inline tensor make_mask(mask_kind kind, const sweep_case& sc, std::mt19937& rng)
       break;
   }
   return mask;
+}
+
+// One fused kernel entry point (an instruction set, or a bf16 path) and a call of it on guarded
+// output buffers.
+using attn::kernels::flash_problem;
+
+struct isa {
+  std::string name;
+  std::function<void(const flash_problem&)> run;
+};
+
+struct call {
+  tensor q, k, v;
+  const tensor* mask = nullptr;
+  bool causal = false;
+  float scale = 0.0f;  // resolved
+};
+
+// Runs one kernel directly on guarded buffers.
+struct fused_result {
+  std::vector<float> out, weights;
+  bool guards_ok = false;
+};
+
+inline fused_result run_fused(const isa& kernel, const call& c, bool want_weights) {
+  flash_problem p;
+  p.B = c.q.dim(0), p.H = c.q.dim(1), p.L = c.q.dim(2), p.D = c.q.dim(3);
+  p.Hkv = c.k.dim(1), p.S = c.k.dim(2), p.Dv = c.v.dim(3);
+  p.q = c.q.data(), p.k = c.k.data(), p.v = c.v.data();
+  for (int i = 0; i < 3; ++i) {
+    p.qs[i] = c.q.strides()[i];
+    p.ks[i] = c.k.strides()[i];
+    p.vs[i] = c.v.strides()[i];
+  }
+  if (c.mask != nullptr) {
+    p.mask = c.mask->data();
+    for (int i = 1; i <= c.mask->rank(); ++i)
+      if (c.mask->dim(-i) != 1) p.ms[4 - i] = c.mask->strides()[c.mask->rank() - i];
+  }
+  p.causal = c.causal;
+  p.scale = c.scale;
+  guarded out(static_cast<size_t>(p.B * p.H * p.L * p.Dv));
+  guarded weights(want_weights ? static_cast<size_t>(p.B * p.H * p.L * p.S) : 0);
+  p.out = out.data();
+  p.weights = want_weights ? weights.data() : nullptr;
+  kernel.run(p);
+  fused_result r;
+  r.out.assign(out.data(), out.data() + out.n);
+  if (want_weights) r.weights.assign(weights.data(), weights.data() + weights.n);
+  r.guards_ok = out.guards_intact() && weights.guards_intact();
+  return r;
 }
 
 }  // namespace sdpa_test

@@ -29,11 +29,6 @@ using attn::shape_t;
 using attn::tensor;
 using attn::kernels::flash_problem;
 
-struct isa {
-  std::string name;
-  std::function<void(const flash_problem&)> run;
-};
-
 // The instruction sets this CPU can run; the AVX2 path is tested even where AVX-512 is the
 // default.
 std::vector<isa> available_isas() {
@@ -43,48 +38,6 @@ std::vector<isa> available_isas() {
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
     out.push_back({"avx512", attn::kernels::flash_forward_avx512});
   return out;
-}
-
-struct call {
-  tensor q, k, v;
-  const tensor* mask = nullptr;
-  bool causal = false;
-  float scale = 0.0f;  // resolved
-};
-
-// Runs one kernel directly on guarded buffers.
-struct fused_result {
-  std::vector<float> out, weights;
-  bool guards_ok = false;
-};
-
-fused_result run_fused(const isa& kernel, const call& c, bool want_weights) {
-  flash_problem p;
-  p.B = c.q.dim(0), p.H = c.q.dim(1), p.L = c.q.dim(2), p.D = c.q.dim(3);
-  p.Hkv = c.k.dim(1), p.S = c.k.dim(2), p.Dv = c.v.dim(3);
-  p.q = c.q.data(), p.k = c.k.data(), p.v = c.v.data();
-  for (int i = 0; i < 3; ++i) {
-    p.qs[i] = c.q.strides()[i];
-    p.ks[i] = c.k.strides()[i];
-    p.vs[i] = c.v.strides()[i];
-  }
-  if (c.mask != nullptr) {
-    p.mask = c.mask->data();
-    for (int i = 1; i <= c.mask->rank(); ++i)
-      if (c.mask->dim(-i) != 1) p.ms[4 - i] = c.mask->strides()[c.mask->rank() - i];
-  }
-  p.causal = c.causal;
-  p.scale = c.scale;
-  guarded out(static_cast<size_t>(p.B * p.H * p.L * p.Dv));
-  guarded weights(want_weights ? static_cast<size_t>(p.B * p.H * p.L * p.S) : 0);
-  p.out = out.data();
-  p.weights = want_weights ? weights.data() : nullptr;
-  kernel.run(p);
-  fused_result r;
-  r.out.assign(out.data(), out.data() + out.n);
-  if (want_weights) r.weights.assign(weights.data(), weights.data() + weights.n);
-  r.guards_ok = out.guards_intact() && weights.guards_intact();
-  return r;
 }
 
 // The formula in float32, written the obvious way: what "naive fp32" error means in the bound.
