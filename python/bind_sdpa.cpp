@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <optional>
+#include <string>
 
 #include "arrays.hpp"
 #include "attn/sdpa.hpp"
@@ -13,7 +14,7 @@ namespace attn::python {
 namespace {
 
 constexpr const char* sdpa_doc =
-    R"doc(sdpa(q, k, v, *, causal=False, scale=None, attn_mask=None, need_weights=False)
+    R"doc(sdpa(q, k, v, *, causal=False, scale=None, attn_mask=None, need_weights=False, dtype="float32")
 
 Scaled dot-product attention, softmax(q·kᵀ·scale + mask)·v, per batch and head.
 
@@ -27,6 +28,8 @@ scale: the factor on the scores; None is 1/sqrt(D).
 attn_mask: broadcastable to [B, H, L, S]. bool: True = takes part (as
     torch.nn.functional.scaled_dot_product_attention); float: added to the scores.
 need_weights: also return the softmax weights [B, H, L, S].
+dtype: "float32", or "bf16": q·kᵀ and p·v on bf16 operands with float32 accumulation (the
+    float32 arrays rounded to bf16 on the way in; the softmax and the output stay float32).
 
 Returns the output float32 [B, H, L, Dv], or (output, weights) with need_weights.
 A query that may see no key gives 0 (PyTorch 1.13 gives NaN there).
@@ -34,11 +37,12 @@ Raises attn.UsageError (a ValueError) when the shapes do not fit.)doc";
 
 py::object sdpa_py(const py::array& q, const py::array& k, const py::array& v, bool causal,
                    std::optional<double> scale, const std::optional<py::array>& attn_mask,
-                   bool need_weights) {
+                   bool need_weights, const std::string& dtype) {
   const array_view qa = float32_input(q, "q"), ka = float32_input(k, "k"),
                    va = float32_input(v, "v");
   sdpa_options options;
   options.causal = causal;
+  options.dtype = parse_sdpa_dtype(dtype);
   if (scale) {
     if (!std::isfinite(*scale)) throw py::value_error("scale must be a finite number");
     options.scale = {scale_spec::mode::value, *scale};
@@ -63,7 +67,7 @@ py::object sdpa_py(const py::array& q, const py::array& k, const py::array& v, b
 void bind_sdpa(py::module_& m) {
   using namespace pybind11::literals;
   m.def("sdpa", &sdpa_py, sdpa_doc, "q"_a, "k"_a, "v"_a, py::kw_only(), "causal"_a = false,
-        "scale"_a = py::none(), "attn_mask"_a = py::none(), "need_weights"_a = false);
+        "scale"_a = py::none(), "attn_mask"_a = py::none(), "need_weights"_a = false, "dtype"_a = "float32");
 }
 
 }  // namespace attn::python

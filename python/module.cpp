@@ -7,7 +7,7 @@
 PYBIND11_MODULE(attn, m) {
   m.doc() = R"doc(attn: self-attention in plain C++, from Python.
 
-    attn.sdpa(q, k, v, *, causal=False, scale=None, attn_mask=None)
+    attn.sdpa(q, k, v, *, causal=False, scale=None, attn_mask=None, dtype="float32")
     attn.MultiheadAttention.from_safetensors(path, num_heads)(query, key=None, value=None, ...)
     attn.Vectors.load(path=None)
     attn.embed(text, vectors=None, scale=None) -> (tokens, embeddings, attention)

@@ -116,3 +116,17 @@ def test_gil_is_released_while_computing():
     longest = max(np.diff(stamps))
     assert took[0] > 0.1, took  # long enough for the check to mean something
     assert longest < 0.5 * took[0], (longest, took[0])
+
+
+def test_bf16_dtype_rounds_the_operands_and_keeps_float32_io():
+    rng = np.random.default_rng(12)
+    q, k, v = rand(rng, 1, 2, 65, 64), rand(rng, 1, 2, 70, 64), rand(rng, 1, 2, 70, 64)
+    out = attn.sdpa(q, k, v, causal=True, dtype="bf16")
+    assert out.dtype == np.float32 and out.shape == (1, 2, 65, 64)
+    rounded = [torch.from_numpy(x).bfloat16().double().numpy() for x in (q, k, v)]
+    exact, _ = reference(*rounded, causal=True)
+    # bf16 operands: errors near bf16's 2^-8 relative, not float32's, and not the float32 result.
+    assert rel_error(out, exact) < 1e-2
+    assert not np.array_equal(out, attn.sdpa(q, k, v, causal=True))
+    with pytest.raises(attn.UsageError):
+        attn.sdpa(q, k, v, dtype="float8")
