@@ -18,12 +18,8 @@ constexpr int chains = 16;  // ≥ latency (4) × pipes (2), with room to spare
 volatile float sink_ = 0.0f;         // where the results go, so the loops are not optimised away
 
 #if defined(__x86_64__)
-__attribute__((target("avx512f"))) float fma_loop_avx512(long iterations) {
-  __m512 acc[chains];
-  for (int c = 0; c < chains; ++c) acc[c] = _mm512_set1_ps(0.001f * static_cast<float>(c));
-  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-  for (long i = 0; i < iterations; ++i)
-    for (int c = 0; c < chains; ++c) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
+// Every chain's lanes added up: the result the loops return, so none is optimised away.
+__attribute__((target("avx512f"))) float sum_of_lanes(const __m512 (&acc)[chains]) {
   alignas(64) float lanes[16];
   float sum = 0.0f;
   for (int c = 0; c < chains; ++c) {
@@ -33,6 +29,15 @@ __attribute__((target("avx512f"))) float fma_loop_avx512(long iterations) {
   return sum;
 }
 
+__attribute__((target("avx512f"))) float fma_loop_avx512(long iterations) {
+  __m512 acc[chains];
+  for (int c = 0; c < chains; ++c) acc[c] = _mm512_set1_ps(0.001f * static_cast<float>(c));
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (long i = 0; i < iterations; ++i)
+    for (int c = 0; c < chains; ++c) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
+  return sum_of_lanes(acc);
+}
+
 __attribute__((target("avx512f,avx512bf16"))) float bf16_loop_avx512(long iterations) {
   __m512 acc[chains];
   for (int c = 0; c < chains; ++c) acc[c] = _mm512_set1_ps(0.001f * static_cast<float>(c));
@@ -40,13 +45,7 @@ __attribute__((target("avx512f,avx512bf16"))) float bf16_loop_avx512(long iterat
   const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-6f), _mm512_set1_ps(1e-6f));
   for (long i = 0; i < iterations; ++i)
     for (int c = 0; c < chains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, a);
-  alignas(64) float lanes[16];
-  float sum = 0.0f;
-  for (int c = 0; c < chains; ++c) {
-    _mm512_store_ps(lanes, acc[c]);
-    for (float x : lanes) sum += x;
-  }
-  return sum;
+  return sum_of_lanes(acc);
 }
 
 __attribute__((target("avx2,fma"))) float fma_loop_avx2(long iterations) {

@@ -81,6 +81,25 @@ struct sweep_case {
   mask_kind mask;
 };
 
+// The randomised sweeps' case number `tries`: L, S, D (and a third of the time a different Dv)
+// drawn from the lists, the rest cycling through batches of 1-2, 1-2 K/V heads, GQA groups of
+// 1-3, causal two times in five and every mask kind.
+inline sweep_case random_case(int tries, std::mt19937& rng, const std::vector<int64_t>& lengths,
+                              const std::vector<int64_t>& dims) {
+  std::uniform_int_distribution<size_t> pick_len(0, lengths.size() - 1), pick_dim(0, dims.size() - 1);
+  sweep_case sc{};
+  sc.L = lengths[pick_len(rng)];
+  sc.S = lengths[pick_len(rng)];
+  sc.D = dims[pick_dim(rng)];
+  sc.Dv = (tries % 3 == 0) ? dims[pick_dim(rng)] : sc.D;
+  sc.B = 1 + tries % 2;
+  sc.Hkv = 1 + (tries / 2) % 2;
+  sc.H = sc.Hkv * (1 + (tries / 4) % 3);
+  sc.causal = tries % 5 < 2;
+  sc.mask = static_cast<mask_kind>(tries % 4);
+  return sc;
+}
+
 inline std::string describe(const sweep_case& c) {
   const char* masks[] = {"none", "additive [L,S]", "bool [B,1,1,S]", "additive [B,H,L,S]"};
   return "B " + std::to_string(c.B) + " H " + std::to_string(c.H) + " Hkv " + std::to_string(c.Hkv) +
@@ -137,23 +156,30 @@ struct fused_result {
   bool guards_ok = false;
 };
 
-inline fused_result run_fused(const isa& kernel, const call& c, bool want_weights) {
+// A kernel's view of q, k, v (and mask): shapes, pointers and strides, as attn::sdpa fills it.
+inline flash_problem problem_of(const tensor& q, const tensor& k, const tensor& v, const tensor* mask,
+                                bool causal, float scale) {
   flash_problem p;
-  p.B = c.q.dim(0), p.H = c.q.dim(1), p.L = c.q.dim(2), p.D = c.q.dim(3);
-  p.Hkv = c.k.dim(1), p.S = c.k.dim(2), p.Dv = c.v.dim(3);
-  p.q = c.q.data(), p.k = c.k.data(), p.v = c.v.data();
+  p.B = q.dim(0), p.H = q.dim(1), p.L = q.dim(2), p.D = q.dim(3);
+  p.Hkv = k.dim(1), p.S = k.dim(2), p.Dv = v.dim(3);
+  p.q = q.data(), p.k = k.data(), p.v = v.data();
   for (int i = 0; i < 3; ++i) {
-    p.qs[i] = c.q.strides()[i];
-    p.ks[i] = c.k.strides()[i];
-    p.vs[i] = c.v.strides()[i];
+    p.qs[i] = q.strides()[i];
+    p.ks[i] = k.strides()[i];
+    p.vs[i] = v.strides()[i];
   }
-  if (c.mask != nullptr) {
-    p.mask = c.mask->data();
-    for (int i = 1; i <= c.mask->rank(); ++i)
-      if (c.mask->dim(-i) != 1) p.ms[4 - i] = c.mask->strides()[c.mask->rank() - i];
+  if (mask != nullptr) {
+    p.mask = mask->data();
+    for (int i = 1; i <= mask->rank(); ++i)
+      if (mask->dim(-i) != 1) p.ms[4 - i] = mask->strides()[mask->rank() - i];
   }
-  p.causal = c.causal;
-  p.scale = c.scale;
+  p.causal = causal;
+  p.scale = scale;
+  return p;
+}
+
+inline fused_result run_fused(const isa& kernel, const call& c, bool want_weights) {
+  flash_problem p = problem_of(c.q, c.k, c.v, c.mask, c.causal, c.scale);
   guarded out(static_cast<size_t>(p.B * p.H * p.L * p.Dv));
   guarded weights(want_weights ? static_cast<size_t>(p.B * p.H * p.L * p.S) : 0);
   p.out = out.data();

@@ -60,22 +60,7 @@ void mask_strides(const tensor* mask, int64_t ms[4]) {
       if (mask->dim(-i) != 1) ms[4 - i] = mask->strides()[mask->rank() - i];
 }
 
-flash_problem describe(const call& c) {
-  flash_problem p;
-  p.B = c.q.dim(0), p.H = c.q.dim(1), p.L = c.q.dim(2), p.D = c.q.dim(3);
-  p.Hkv = c.k.dim(1), p.S = c.k.dim(2), p.Dv = c.v.dim(3);
-  p.q = c.q.data(), p.k = c.k.data(), p.v = c.v.data();
-  for (int i = 0; i < 3; ++i) {
-    p.qs[i] = c.q.strides()[i];
-    p.ks[i] = c.k.strides()[i];
-    p.vs[i] = c.v.strides()[i];
-  }
-  if (c.mask != nullptr) p.mask = c.mask->data();
-  mask_strides(c.mask, p.ms);
-  p.causal = c.causal;
-  p.scale = c.scale;
-  return p;
-}
+flash_problem describe(const call& c) { return problem_of(c.q, c.k, c.v, c.mask, c.causal, c.scale); }
 
 struct grads {
   std::vector<float> dq, dk, dv;
@@ -227,18 +212,8 @@ TEST(sdpa_backward_fused, random_sweep_against_reference) {
   const std::vector<int64_t> lengths = {1, 2, 3, 7, 63, 64, 65, 127, 129};
   const std::vector<int64_t> dims = {8, 16, 59, 64, 80, 128};
   std::mt19937 rng(2027);
-  std::uniform_int_distribution<size_t> pick_len(0, lengths.size() - 1), pick_dim(0, dims.size() - 1);
   for (int tries = 0; tries < 40; ++tries) {
-    sweep_case sc{};
-    sc.L = lengths[pick_len(rng)];
-    sc.S = lengths[pick_len(rng)];
-    sc.D = dims[pick_dim(rng)];
-    sc.Dv = (tries % 3 == 0) ? dims[pick_dim(rng)] : sc.D;
-    sc.B = 1 + tries % 2;
-    sc.Hkv = 1 + (tries / 2) % 2;
-    sc.H = sc.Hkv * (1 + (tries / 4) % 3);  // GQA groups of 1, 2, 3
-    sc.causal = tries % 5 < 2;
-    sc.mask = static_cast<mask_kind>(tries % 4);
+    const sweep_case sc = random_case(tries, rng, lengths, dims);
     check_case(sc, rng, isas);
   }
 }

@@ -115,18 +115,8 @@ TEST(sdpa_bf16, random_sweep_against_reference) {
   const std::vector<int64_t> lengths = {1, 2, 7, 63, 64, 65, 129, 300};
   const std::vector<int64_t> dims = {1, 7, 16, 33, 64, 65, 128};
   std::mt19937 rng(2027);
-  std::uniform_int_distribution<size_t> pick_len(0, lengths.size() - 1), pick_dim(0, dims.size() - 1);
   for (int t = 0; t < 40; ++t) {
-    sweep_case sc{};
-    sc.L = lengths[pick_len(rng)];
-    sc.S = lengths[pick_len(rng)];
-    sc.D = dims[pick_dim(rng)];
-    sc.Dv = t % 3 == 0 ? dims[pick_dim(rng)] : sc.D;
-    sc.B = 1 + t % 2;
-    sc.Hkv = 1 + (t / 2) % 2;
-    sc.H = sc.Hkv * (1 + (t / 4) % 3);  // GQA groups of 1, 2, 3
-    sc.causal = t % 5 < 2;
-    sc.mask = static_cast<mask_kind>(t % 4);
+    const sweep_case sc = random_case(t, rng, lengths, dims);
     check_case(sc, rng, paths);
   }
 }

@@ -116,21 +116,11 @@ TEST(sdpa_fused, random_sweep_against_reference) {
   const std::vector<int64_t> lengths = {1, 2, 3, 7, 63, 64, 65, 127, 129, 1023, 1025};
   const std::vector<int64_t> dims = {8, 16, 32, 59, 64, 80, 128, 256};
   std::mt19937 rng(2026);
-  std::uniform_int_distribution<size_t> pick_len(0, lengths.size() - 1), pick_dim(0, dims.size() - 1);
   int run = 0;
   for (int tries = 0; run < 48 && tries < 10000; ++tries) {
-    sweep_case sc{};
-    sc.L = lengths[pick_len(rng)];
-    sc.S = lengths[pick_len(rng)];
-    sc.D = dims[pick_dim(rng)];
-    sc.Dv = (tries % 3 == 0) ? dims[pick_dim(rng)] : sc.D;
+    const sweep_case sc = random_case(tries, rng, lengths, dims);
     // Keep the float64 reference affordable: large L·S only with small heads.
     if (sc.L * sc.S * (sc.D + sc.Dv) > 120000000) continue;
-    sc.B = 1 + tries % 2;
-    sc.Hkv = 1 + (tries / 2) % 2;
-    sc.H = sc.Hkv * (1 + (tries / 4) % 3);  // GQA groups of 1, 2, 3
-    sc.causal = tries % 5 < 2;
-    sc.mask = static_cast<mask_kind>(tries % 4);
     check_case(sc, rng, isas);
     ++run;
   }
