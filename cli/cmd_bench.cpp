@@ -163,8 +163,6 @@ void run(const bench_args& args) {
     throw_usage(fmt::format("--kernel '{}': expected fused or reference", args.kernel));
   if (args.mha && args.backward) throw_usage("--mha times the forward only");
   if (args.mha && args.kernel != "fused") throw_usage("--mha runs the fused kernel only");
-  if (parse_sdpa_dtype(args.dtype) == sdpa_dtype::bf16 && args.backward)
-    throw_usage("--backward runs in float32 only (--dtype bf16 times the forward)");
   if (args.reps < 1) throw_usage(fmt::format("--reps {}: expected at least 1", args.reps));
   if (args.threads < 0) throw_usage(fmt::format("--threads {}: expected at least 1", args.threads));
   std::vector<bench_shape> shapes;

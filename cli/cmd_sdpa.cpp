@@ -53,8 +53,6 @@ void run(const sdpa_args& args) {
   const bool backward = !args.grad_output.empty();
   if (backward != !args.dq.empty() || backward != !args.dk.empty() || backward != !args.dv.empty())
     throw_usage("--grad-output, --dq, --dk and --dv go together: give all four or none");
-  if (backward && options.dtype != sdpa_dtype::float32)
-    throw_usage("--grad-output: the backward runs in float32 only (--dtype bf16 is the forward)");
   std::optional<tensor> grad_o;
   if (backward) {
     grad_o = read_float_npy(args.grad_output, "the output gradient");
@@ -96,7 +94,8 @@ void add_sdpa_command(CLI::App& app) {
                   "fused (default: tiled, online softmax) or reference (float64, the specification)");
   sub->add_option("--dtype", args->dtype,
                   "float32 (default) or bf16: Q·Kᵀ and P·V on bf16 operands with float32 accumulation "
-                  "(the float32 inputs rounded to bf16 on the way in; the output is float32)");
+                  "(the float32 inputs rounded to bf16 on the way in; the output is float32); with --grad-output "
+                  "the backward's five products too (gradients float32)");
   sub->add_option("-o,--output", args->output, "Output .npy [B, H, L, Dv]")->required();
   sub->add_option("--attn-weights-out", args->weights_output,
                   "Also write the attention weights [B, H, L, S]");

@@ -32,6 +32,10 @@ tensor sdpa_forward(const tensor& q, const tensor& k, const tensor& v, const sdp
 // must come from sdpa_forward with the same inputs and options. options.kernel chooses the fused
 // kernel (default) or the float64 reference (which recomputes everything and ignores o, lse).
 // Results are identical bit for bit from run to run and for any number of threads.
+// options.dtype = bf16: the five products of the backward (S, dP = dO·Vᵀ, dV = Pᵀ·dO, dK = dSᵀ·Q,
+// dQ = dS·K) multiply bf16 operands with float32 accumulation, q, k, v and grad_o rounded on the
+// way in, P and dS rounded just before they multiply; the softmax and the gradients stay float32.
+// o and lse must then come from sdpa_forward with bf16 too.
 sdpa_gradients sdpa_backward(const tensor& q, const tensor& k, const tensor& v, const tensor& o,
                              const tensor& lse, const tensor& grad_o,
                              const sdpa_options& options = {});

@@ -24,6 +24,13 @@
 // micro-kernels have no ragged edges; every copy is linear in the sequence length. Work items
 // allocate and fill their own buffers, so nothing runs serially before or between them, and
 // with a single chunk (the usual case for batches of heads) there is no barrier at all.
+//
+// bf16 (BF16 = true, V one of simd_bf16.hpp's types): the five products run on vdpbf16ps pairs
+// with float32 accumulation, everything else as in float32. Each product's operands are packed
+// as pairs along its reduction: Q and dO along D for S and dP (Q rounded after the scale · log2 e,
+// as the bf16 forward rounds it, so the recomputed P is the forward's), and two rows interleaved
+// for dK and dV; Kᵀ, Vᵀ along D and K two keys interleaved for dQ; P and dS are rounded to bf16
+// pairs per tile, just before they multiply (as P is before P·V in the forward).
 #pragma once
 
 #include <algorithm>
@@ -31,10 +38,13 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
+#include "core/half.hpp"
 #include "kernels/flash_backward_problem.hpp"
 #include "kernels/simd.hpp"
+#include "kernels/simd_bf16.hpp"
 
 namespace attn::kernels {
 namespace {
@@ -42,11 +52,33 @@ namespace {
 constexpr float bwd_log2e = 1.4426950408889634f;
 constexpr float bwd_inf = std::numeric_limits<float>::infinity();
 
+// What the micro-kernels multiply: float32 elements with FMA, or 32-bit words of bf16 pairs with
+// the pair dot product (acc += a.lo·b.lo + a.hi·b.hi); one micro-kernel serves both.
+template <class V>
+struct float_operands {
+  using elem = float;
+  using operand = typename V::vec;
+  static operand broadcast(float x) { return V::set1(x); }
+  static operand load(const float* p) { return V::load(p); }
+  static typename V::vec madd(typename V::vec acc, operand a, operand b) { return V::fmadd(a, b, acc); }
+};
+
+template <class V>
+struct pair_operands {
+  using elem = uint32_t;
+  using operand = typename V::words;
+  static operand broadcast(uint32_t w) { return V::set1_word(w); }
+  static operand load(const uint32_t* p) { return V::load_words(p); }
+  static typename V::vec madd(typename V::vec acc, operand a, operand b) { return V::dot(acc, a, b); }
+};
+
 // R × KV: the score micro-kernel's rows × key vectors; NR × NV: the rank-update micro-kernel's
 // rows × vectors of a head.
-template <class V, int R, int KV, int NR, int NV>
+template <class V, int R, int KV, int NR, int NV, bool BF16 = false>
 class flash_backward {
   using vec = typename V::vec;
+  using ops = std::conditional_t<BF16, pair_operands<V>, float_operands<V>>;
+  using elem = typename ops::elem;
 
  public:
   static constexpr int W = V::W;
@@ -57,7 +89,7 @@ class flash_backward {
 
   explicit flash_backward(const flash_backward_problem& p)
       : p_(p), f_(p.f), group_(f_.Hkv == 0 ? 1 : f_.H / f_.Hkv),
-        dp_(round_up(f_.D, W)), dvp_(round_up(f_.Dv, W)),
+        dp_(round_up(f_.D, W)), dvp_(round_up(f_.Dv, W)), dw_((f_.D + 1) / 2), dvw_((f_.Dv + 1) / 2),
         lp_(round_up(f_.L, BR)), qtiles_(lp_ / BR), ktiles_((f_.S + BC - 1) / BC) {
     // Chunks of key tiles: enough work items to keep a few threads busy (about 16) when the
     // batch has few K/V heads, with the partial dQ buffers (one per chunk) capped at 256 MB.
@@ -76,6 +108,7 @@ class flash_backward {
 #pragma omp parallel if (items > 1)
     {
       scratch s(group_, lp_, f_.D, f_.Dv, dp_, dvp_, f_.mask != nullptr || f_.causal || f_.S % BC != 0);
+      if constexpr (BF16) s.allocate_pairs(group_, lp_, dp_, dvp_, dw_, dvw_);
 #pragma omp for schedule(dynamic, 1)
       for (int64_t item = 0; item < items; ++item) {
         const int64_t bk = item / chunks_;
@@ -111,11 +144,30 @@ class flash_backward {
           vt(static_cast<size_t>(std::max<int64_t>(Dv, 1) * BC)),
           kr(static_cast<size_t>(BC * dp)), dk(static_cast<size_t>(BC * dp)),
           dv(static_cast<size_t>(BC * dvp)), s(BR * BC), ds(BR * BC), mt(masks ? BR * BC : 0) {}
+
+    // bf16 pairs (32-bit words), zero-initialised so padding multiplies as 0:
+    std::vector<uint32_t> qw, gw;   // [G][lp][dw], [G][lp][dvw]    Q·scale·log2 e, dO: pairs along D
+    std::vector<uint32_t> qi, gi;   // [G][lp/2][dp], [G][lp/2][dvp] the same, rows 2i and 2i+1 paired
+    std::vector<uint32_t> ktw, vtw; // [dw][BC], [dvw][BC]           Kᵀ, Vᵀ: pairs along D per key
+    std::vector<uint32_t> ki;       // [BC/2][dp]                    K, keys 2c and 2c+1 paired
+    std::vector<uint32_t> pi, dsi;  // [BR/2][BC]                    P, dS: rows 2r and 2r+1 paired
+    std::vector<uint32_t> dsk;      // [BR][BC/2]                    dS: keys 2c and 2c+1 paired
+    std::vector<float> row;         // [2][dp]                       two rows of Q, widened back
+    std::vector<uint32_t> words;    // [BC][max(dw, dvw)]            a key tile's rows, packed along D
+    void allocate_pairs(int64_t G, int64_t lp, int64_t dp, int64_t dvp, int64_t dw, int64_t dvw) {
+      qw.resize(static_cast<size_t>(G * lp * dw)), gw.resize(static_cast<size_t>(G * lp * dvw));
+      qi.resize(static_cast<size_t>(G * lp / 2 * dp)), gi.resize(static_cast<size_t>(G * lp / 2 * dvp));
+      ktw.resize(static_cast<size_t>(dw * BC)), vtw.resize(static_cast<size_t>(dvw * BC));
+      ki.resize(static_cast<size_t>(BC / 2 * dp));
+      pi.resize(BR / 2 * BC), dsi.resize(BR / 2 * BC), dsk.resize(BR * BC / 2);
+      row.resize(static_cast<size_t>(2 * dp)), words.resize(static_cast<size_t>(BC * std::max(dw, dvw)));
+    }
   };
 
   // For query head h (g-th of its group): padded copies of Q and dO rows; Δ = rowsum(dO ∘ O);
   // the exponent offset lse · log2 e, +inf for a fully masked row so its P is exactly 0.
   void prepare_rows(scratch& s, int64_t b, int64_t h, int64_t g) const {
+    if constexpr (BF16) return prepare_row_pairs(s, b, h, g);
     const int64_t bh = b * f_.H + h;
     float* qp = s.qp.data() + g * lp_ * dp_;
     float* gp = s.gp.data() + g * lp_ * dvp_;
@@ -132,6 +184,38 @@ class flash_backward {
       s.delta[static_cast<size_t>(g * lp_ + i)] = d;
       const float lse = p_.lse[bh * f_.L + i];
       s.off[static_cast<size_t>(g * lp_ + i)] = lse == -bwd_inf ? bwd_inf : lse * bwd_log2e;
+    }
+  }
+
+  // prepare_rows for bf16: Q·scale·log2 e and dO rounded to bf16, packed along D (qw, gw) and
+  // with rows paired (qi, gi); Δ = rowsum(bf16(dO) ∘ O), as the rounded dO is what multiplies.
+  void prepare_row_pairs(scratch& s, int64_t b, int64_t h, int64_t g) const {
+    const int64_t bh = b * f_.H + h;
+    const float c = f_.scale * bwd_log2e;
+    const float* qh = f_.q + b * f_.qs[0] + h * f_.qs[1];
+    const float* gh = p_.grad_o + b * p_.gs[0] + h * p_.gs[1];
+    for (int64_t i = 0; i < f_.L; ++i) {
+      uint32_t* gw = s.gw.data() + (g * lp_ + i) * dvw_;
+      simd::pack_along<V>(qh + i * f_.qs[2], f_.D, c, s.qw.data() + (g * lp_ + i) * dw_);
+      simd::pack_along<V>(gh + i * p_.gs[2], f_.Dv, 1.0f, gw);
+      const float* o = p_.o + b * p_.os[0] + h * p_.os[1] + i * p_.os[2];
+      float d = 0.0f;
+      for (int64_t e = 0; e < f_.Dv; ++e) d += bf16_to_float(static_cast<uint16_t>(gw[e / 2] >> (e % 2 * 16))) * o[e];
+      s.delta[static_cast<size_t>(g * lp_ + i)] = d;
+      const float lse = p_.lse[bh * f_.L + i];
+      s.off[static_cast<size_t>(g * lp_ + i)] = lse == -bwd_inf ? bwd_inf : lse * bwd_log2e;
+    }
+    // The pairs of rows: Q's scaled rows come from qw's bf16 values (already rounded, so exact).
+    std::vector<float>& row = s.row;
+    for (int64_t i2 = 0; i2 < (f_.L + 1) / 2; ++i2) {
+      const bool second = 2 * i2 + 1 < f_.L;
+      for (int64_t r = 0; r < 2; ++r) {
+        const uint32_t* qw = s.qw.data() + (g * lp_ + 2 * i2 + r) * dw_;
+        for (int64_t d = 0; d < f_.D; ++d) row[r * dp_ + d] = bf16_to_float(static_cast<uint16_t>(qw[d / 2] >> (d % 2 * 16)));
+      }
+      simd::pack_two_rows<V>(row.data(), second ? row.data() + dp_ : nullptr, f_.D, s.qi.data() + (g * lp_ / 2 + i2) * dp_);
+      const float* g0 = gh + 2 * i2 * p_.gs[2];
+      simd::pack_two_rows<V>(g0, second ? g0 + p_.gs[2] : nullptr, f_.Dv, s.gi.data() + (g * lp_ / 2 + i2) * dvp_);
     }
   }
 
@@ -159,6 +243,7 @@ class flash_backward {
   // kt[d][c] = K[j0 + c][d], vt[e][c] = V[j0 + c][e], kr[c][:] = K[j0 + c][:]; zero past S.
   // (Row by row of the transposes: contiguous stores, reads from the tile's rows, all in L1.)
   void pack_keys(scratch& s, const float* kh, const float* vh, int64_t j0, int nk) const {
+    if constexpr (BF16) return pack_key_pairs(s, kh, vh, j0, nk);
     if (nk < BC) {  // the last tile of a sequence: keys past S must read as 0
       std::fill(s.kt.begin(), s.kt.end(), 0.0f);
       std::fill(s.vt.begin(), s.vt.end(), 0.0f);
@@ -182,6 +267,29 @@ class flash_backward {
     }
   }
 
+  // pack_keys for bf16: ktw[d][c] = (K[c][2d], K[c][2d+1]), vtw likewise, ki[c][:] = the pairs
+  // (K[2c][:], K[2c+1][:]); keys past S are 0. Rows are packed along D first (row), then
+  // transposed word by word.
+  void pack_key_pairs(scratch& s, const float* kh, const float* vh, int64_t j0, int nk) const {
+    if (nk < BC) {
+      std::fill(s.ktw.begin(), s.ktw.end(), 0u);
+      std::fill(s.vtw.begin(), s.vtw.end(), 0u);
+      std::fill(s.ki.begin(), s.ki.end(), 0u);
+    }
+    uint32_t* words = s.words.data();
+    const auto transpose = [&](const float* x, int64_t xs, int64_t n, int64_t nw, uint32_t* out) {
+      for (int c = 0; c < nk; ++c) simd::pack_along<V>(x + (j0 + c) * xs, n, 1.0f, words + c * nw);
+      for (int64_t d = 0; d < nw; ++d)
+        for (int c = 0; c < nk; ++c) out[d * BC + c] = words[c * nw + d];
+    };
+    transpose(kh, f_.ks[2], f_.D, dw_, s.ktw.data());
+    transpose(vh, f_.vs[2], f_.Dv, dvw_, s.vtw.data());
+    for (int c2 = 0; c2 < (nk + 1) / 2; ++c2) {
+      const float* k0 = kh + (j0 + 2 * c2) * f_.ks[2];
+      simd::pack_two_rows<V>(k0, 2 * c2 + 1 < nk ? k0 + f_.ks[2] : nullptr, f_.D, s.ki.data() + c2 * dp_);
+    }
+  }
+
   // ---- one (query tile, key tile) pair ----
   void pair(scratch& s, int64_t b, int64_t h, int64_t g, int64_t i0, int64_t j0, int nk) const {
     const int rows = static_cast<int>(std::min<int64_t>(BR, f_.L - i0));
@@ -190,7 +298,11 @@ class flash_backward {
     const bool diagonal = f_.causal && j0 + nk - 1 > i0;
     const bool masked = f_.mask != nullptr || diagonal || nk < BC;
     if (masked && !load_mask(s, b, h, i0, rows, j0, nk)) return;  // every score hidden
+    if constexpr (BF16) pair_bf16(s, g, i0, rows, rows_r, keys_r, nk, masked);
+    else pair_float(s, g, i0, rows, rows_r, keys_r, nk, masked);
+  }
 
+  void pair_float(scratch& s, int64_t g, int64_t i0, int rows, int rows_r, int keys_r, int nk, bool masked) const {
     const float* q = s.qp.data() + (g * lp_ + i0) * dp_;
     const float* go = s.gp.data() + (g * lp_ + i0) * dvp_;
     dot_tile(q, dp_, s.kt.data(), f_.D, rows_r, s.s.data());     // S  = Q·Kᵀ
@@ -202,6 +314,38 @@ class flash_backward {
     // dQ[r] += Σ_c dS[r][c] K[c]
     float* dq = s.dq.data() + (g * lp_ + i0) * dp_;
     update(dq, dp_, rows_r, dp_ / W, s.ds.data(), BC, 1, s.kr.data(), dp_, nk);
+  }
+
+  // pair() on bf16 operands: the same five products, each on pairs along its reduction.
+  void pair_bf16(scratch& s, int64_t g, int64_t i0, int rows, int rows_r, int keys_r, int nk, bool masked) const {
+    dot_tile(s.qw.data() + (g * lp_ + i0) * dw_, dw_, s.ktw.data(), dw_, rows_r, s.s.data());      // S
+    dot_tile(s.gw.data() + (g * lp_ + i0) * dvw_, dvw_, s.vtw.data(), dvw_, rows_r, s.ds.data());  // dP
+    softmax_grad(s, g * lp_ + i0, rows_r, masked);
+    pair_rows(s.s.data(), s.pi.data(), rows_r);
+    pair_rows(s.ds.data(), s.dsi.data(), rows_r);
+    pair_keys(s.ds.data(), s.dsk.data(), rows_r);
+    const int row_pairs = (rows + 1) / 2;  // an odd tile's last pair has a padding row: P = dS = 0
+    const int64_t i2 = (g * lp_ + i0) / 2;
+    update(s.dv.data(), dvp_, keys_r, dvp_ / W, s.pi.data(), 1, BC, s.gi.data() + i2 * dvp_, dvp_, row_pairs);
+    update(s.dk.data(), dp_, keys_r, dp_ / W, s.dsi.data(), 1, BC, s.qi.data() + i2 * dp_, dp_, row_pairs);
+    float* dq = s.dq.data() + (g * lp_ + i0) * dp_;
+    update(dq, dp_, rows_r, dp_ / W, s.dsk.data(), BC / 2, 1, s.ki.data(), dp_, (nk + 1) / 2);
+  }
+
+  // out[r2][c] = (x[2·r2][c], x[2·r2 + 1][c]) as bf16 pairs, for a [rows][BC] tile.
+  static void pair_rows(const float* x, uint32_t* out, int rows) {
+    if constexpr (BF16)
+      for (int r2 = 0; r2 < rows / 2; ++r2)
+        for (int c = 0; c < BC; c += W)
+          V::store_words(out + r2 * BC + c, V::pack_pairs(V::load(x + 2 * r2 * BC + c), V::load(x + (2 * r2 + 1) * BC + c)));
+  }
+
+  // out[r][c2] = (x[r][2·c2], x[r][2·c2 + 1]) as bf16 pairs.
+  static void pair_keys(const float* x, uint32_t* out, int rows) {
+    if constexpr (BF16)
+      for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < BC; c += 2 * W)
+          V::store_words(out + r * BC / 2 + c / 2, V::pack_consecutive(V::load(x + r * BC + c), V::load(x + r * BC + c + W)));
   }
 
   // mt[r][c]: the additive mask in base 2, −inf for causally hidden scores and keys past S.
@@ -229,21 +373,22 @@ class flash_backward {
   }
 
   // out[r][c] = Σ_d a[r][d] · bt[d][c] for r < rows (a multiple of RB), every c < BC.
-  void dot_tile(const float* a, int64_t as, const float* bt, int64_t depth, int rows, float* out) const {
+  // (bf16: a and bt hold pairs along the depth, which counts words.)
+  void dot_tile(const elem* a, int64_t as, const elem* bt, int64_t depth, int rows, float* out) const {
     for (int r0 = 0; r0 < rows; r0 += R)
       for (int c0 = 0; c0 < BC; c0 += KV * W) dot_block(a + r0 * as, as, bt + c0, depth, out + r0 * BC + c0);
   }
 
-  void dot_block(const float* a, int64_t as, const float* bt, int64_t depth, float* out) const {
+  void dot_block(const elem* a, int64_t as, const elem* bt, int64_t depth, float* out) const {
     vec acc[R][KV];
     for (int r = 0; r < R; ++r)
       for (int u = 0; u < KV; ++u) acc[r][u] = V::zero();
     for (int64_t d = 0; d < depth; ++d) {
-      vec bv[KV];
-      for (int u = 0; u < KV; ++u) bv[u] = V::load(bt + d * BC + u * W);
+      typename ops::operand bv[KV];
+      for (int u = 0; u < KV; ++u) bv[u] = ops::load(bt + d * BC + u * W);
       for (int r = 0; r < R; ++r) {
-        const vec av = V::set1(a[r * as + d]);
-        for (int u = 0; u < KV; ++u) acc[r][u] = V::fmadd(av, bv[u], acc[r][u]);
+        const auto av = ops::broadcast(a[r * as + d]);
+        for (int u = 0; u < KV; ++u) acc[r][u] = ops::madd(acc[r][u], av, bv[u]);
       }
     }
     for (int r = 0; r < R; ++r)
@@ -253,7 +398,7 @@ class flash_backward {
   // s ← P = 2^(S·scale·log2 e + mt − off), ds ← P ∘ (dP − Δ), row by row.
   // row0: the tile's first row in the scratch's [G][lp] row statistics.
   void softmax_grad(scratch& s, int64_t row0, int rows, bool masked) const {
-    const vec c2 = V::set1(f_.scale * bwd_log2e);
+    const vec c2 = V::set1(BF16 ? 1.0f : f_.scale * bwd_log2e);  // bf16: Q came pre-scaled
     for (int r = 0; r < rows; ++r) {
       const vec off = V::set1(s.off[static_cast<size_t>(row0 + r)]);
       const vec dl = V::set1(s.delta[static_cast<size_t>(row0 + r)]);
@@ -271,14 +416,15 @@ class flash_backward {
   }
 
   // out[x][:] += Σ_{y < ny} a[x·ax + y·ay] · rr[y][:] for x < nx (a multiple of RB), nvec
-  // vectors per row: a rank-ny update in register blocks of NR rows × NV vectors.
-  void update(float* out, int64_t os, int nx, int64_t nvec, const float* a, int64_t ax, int64_t ay,
-              const float* rr, int64_t rs, int ny) const {
+  // vectors per row: a rank-ny update in register blocks of NR rows × NV vectors. (bf16: y
+  // counts pairs, a[…] and rr[y][:] are words holding the pair.)
+  void update(float* out, int64_t os, int nx, int64_t nvec, const elem* a, int64_t ax, int64_t ay,
+              const elem* rr, int64_t rs, int ny) const {
     for (int x0 = 0; x0 < nx; x0 += NR) {
       for (int64_t v0 = 0; v0 < nvec; v0 += NV) {
         float* o = out + x0 * os + v0 * W;
-        const float* ab = a + x0 * ax;
-        const float* rb = rr + v0 * W;
+        const elem* ab = a + x0 * ax;
+        const elem* rb = rr + v0 * W;
         const int64_t n = std::min<int64_t>(NV, nvec - v0);
         if (n == NV) update_block<NV>(o, os, ab, ax, ay, rb, rs, ny);
         else if constexpr (NV > 1) update_tail<NV - 1>(n, o, os, ab, ax, ay, rb, rs, ny);
@@ -288,25 +434,25 @@ class flash_backward {
 
   // The last, narrower block of a row: NVN = n vectors, found by recursion on the template.
   template <int NVN>
-  void update_tail(int64_t n, float* out, int64_t os, const float* a, int64_t ax, int64_t ay,
-                   const float* rr, int64_t rs, int ny) const {
+  void update_tail(int64_t n, float* out, int64_t os, const elem* a, int64_t ax, int64_t ay,
+                   const elem* rr, int64_t rs, int ny) const {
     if (n == NVN) update_block<NVN>(out, os, a, ax, ay, rr, rs, ny);
     else if constexpr (NVN > 1) update_tail<NVN - 1>(n, out, os, a, ax, ay, rr, rs, ny);
   }
 
   template <int NVN>
-  void update_block(float* out, int64_t os, const float* a, int64_t ax, int64_t ay, const float* rr,
+  void update_block(float* out, int64_t os, const elem* a, int64_t ax, int64_t ay, const elem* rr,
                     int64_t rs, int ny) const {
     vec acc[NR][NVN];
     for (int x = 0; x < NR; ++x)
       for (int u = 0; u < NVN; ++u) acc[x][u] = V::load(out + x * os + u * W);
     for (int y = 0; y < ny; ++y) {
-      vec rv[NVN];
-      for (int u = 0; u < NVN; ++u) rv[u] = V::load(rr + y * rs + u * W);
-      const float* arow = a + y * ay;
+      typename ops::operand rv[NVN];
+      for (int u = 0; u < NVN; ++u) rv[u] = ops::load(rr + y * rs + u * W);
+      const elem* arow = a + y * ay;
       for (int x = 0; x < NR; ++x) {
-        const vec av = V::set1(arow[x * ax]);
-        for (int u = 0; u < NVN; ++u) acc[x][u] = V::fmadd(av, rv[u], acc[x][u]);
+        const auto av = ops::broadcast(arow[x * ax]);
+        for (int u = 0; u < NVN; ++u) acc[x][u] = ops::madd(acc[x][u], av, rv[u]);
       }
     }
     for (int x = 0; x < NR; ++x)
@@ -314,13 +460,15 @@ class flash_backward {
   }
 
   // dk = scale · Σ dSᵀ·Q, dv = Σ Pᵀ·dO for the tile's valid keys.
+  // (bf16: the Q that multiplied was Q·scale·log2 e, so the factor is ln 2 = 1 / log2 e.)
   void write_dkdv(const scratch& s, int64_t b, int64_t hk, int64_t j0, int nk) const {
+    const float dk_factor = BF16 ? 1.0f / bwd_log2e : f_.scale;
     for (int c = 0; c < nk; ++c) {
       float* dk = p_.dk + ((b * f_.Hkv + hk) * f_.S + j0 + c) * f_.D;
       float* dv = p_.dv + ((b * f_.Hkv + hk) * f_.S + j0 + c) * f_.Dv;
       const float* sk = s.dk.data() + c * dp_;
       const float* sv = s.dv.data() + c * dvp_;
-      for (int64_t d = 0; d < f_.D; ++d) dk[d] = sk[d] * f_.scale;
+      for (int64_t d = 0; d < f_.D; ++d) dk[d] = sk[d] * dk_factor;
       std::copy(sv, sv + f_.Dv, dv);
     }
   }
@@ -357,7 +505,7 @@ class flash_backward {
 
   const flash_backward_problem& p_;
   const flash_problem& f_;
-  const int64_t group_, dp_, dvp_, lp_, qtiles_, ktiles_;
+  const int64_t group_, dp_, dvp_, dw_, dvw_, lp_, qtiles_, ktiles_;
   int64_t chunks_ = 1;
   std::unique_ptr<float[]> partial_;  // [chunks][B·H][L][D] when chunks_ > 1
 };

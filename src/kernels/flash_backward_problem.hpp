@@ -23,4 +23,13 @@ struct flash_backward_problem {
 void flash_backward_avx512(const flash_backward_problem& p);
 void flash_backward_avx2(const flash_backward_problem& p);
 
+// The five products on bf16 pairs with float32 accumulation: vdpbf16ps, or its exact float32
+// emulation where the CPU lacks it (same bits on AVX-512; simd_bf16.hpp).
+void flash_backward_bf16_avx512(const flash_backward_problem& p);
+void flash_backward_bf16_emulated_avx512(const flash_backward_problem& p);
+void flash_backward_bf16_emulated_avx2(const flash_backward_problem& p);
+
+// The kernel of selected_bf16_path() (flash_bf16.cpp).
+void flash_backward_bf16(const flash_backward_problem& p);
+
 }  // namespace attn::kernels

@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/half.hpp"
 #include "kernels/flash_forward.hpp"
 #include "kernels/flash_problem.hpp"
+#include "kernels/simd_bf16.hpp"
 
 namespace attn::kernels {
 namespace {
@@ -31,28 +31,20 @@ void flash_forward_bf16_run(flash_problem p) {
   vw_buffer.resize(std::max(vw_buffer.size(), static_cast<size_t>(heads * pairs * p.vw_cols)));
   uint32_t* const kw = kw_buffer.data();
   uint32_t* const vw = vw_buffer.data();
-  const int64_t full = p.Dv / W * W;  // V's columns handled by whole vectors
 #pragma omp parallel for schedule(static) if (heads * p.S * (p.D + p.Dv) > 32768)
   for (int64_t item = 0; item < heads * pairs; ++item) {
     const int64_t bh = item / pairs, j2 = item % pairs, b = bh / p.Hkv, hk = bh % p.Hkv;
     // K: pairs along D, a row at a time.
     for (int64_t j = 2 * j2; j < std::min(2 * j2 + 2, p.S); ++j) {
       const float* k = p.k + b * p.ks[0] + hk * p.ks[1] + j * p.ks[2];
-      uint32_t* kr = kw + (bh * p.S + j) * p.kw_row;
-      int64_t d = 0;
-      for (; d + 2 * W <= p.D; d += 2 * W) V::store_words(kr + d / 2, V::pack_consecutive(V::load(k + d), V::load(k + d + W)));
-      for (; d < p.D; d += 2)
-        kr[d / 2] = float_to_bf16(k[d]) | static_cast<uint32_t>(d + 1 < p.D ? float_to_bf16(k[d + 1]) : 0) << 16;
+      simd::pack_along<V>(k, p.D, 1.0f, kw + (bh * p.S + j) * p.kw_row);
     }
     // V: rows 2·j2 and 2·j2 + 1 interleaved, a vector of columns at a time (an odd S's last
     // pair takes zeros for its missing row).
     const float* v0 = p.v + b * p.vs[0] + hk * p.vs[1] + 2 * j2 * p.vs[2];
     const float* v1 = 2 * j2 + 1 < p.S ? v0 + p.vs[2] : nullptr;
     uint32_t* vr = vw + (bh * pairs + j2) * p.vw_cols;
-    for (int64_t c = 0; c < full; c += W)
-      V::store_words(vr + c, V::pack_pairs(V::load(v0 + c), v1 != nullptr ? V::load(v1 + c) : V::zero()));
-    for (int64_t c = full; c < p.Dv; ++c)
-      vr[c] = float_to_bf16(v0[c]) | static_cast<uint32_t>(v1 != nullptr ? float_to_bf16(v1[c]) : 0) << 16;
+    simd::pack_two_rows<V>(v0, v1, p.Dv, vr);
     std::fill(vr + p.Dv, vr + p.vw_cols, 0u);  // the columns past Dv multiply as 0
   }
   p.kw = kw;

@@ -43,9 +43,9 @@ kernels::flash_problem describe(const tensor& qc, const tensor& kc, const tensor
 }
 
 bool use_reference(const sdpa_options& options) {
-  if (options.dtype != sdpa_dtype::float32)
-    throw_usage("the training pair sdpa_forward / sdpa_backward runs in float32 only (bf16: the forward sdpa)");
-  return options.kernel == sdpa_kernel::reference || kernels::selected_isa() == isa::reference;
+  if (options.kernel == sdpa_kernel::reference) return true;
+  if (options.dtype == sdpa_dtype::bf16) return kernels::selected_bf16_path() == kernels::bf16_path::reference;
+  return kernels::selected_isa() == isa::reference;
 }
 
 }  // namespace
@@ -61,7 +61,8 @@ tensor sdpa_forward(const tensor& q, const tensor& k, const tensor& v, const sdp
   p.out = out.data();
   p.lse = row_lse.data();
 #if defined(__x86_64__) || defined(__i386__)
-  if (kernels::selected_isa() == isa::avx512) kernels::flash_forward_avx512(p);
+  if (options.dtype == sdpa_dtype::bf16) kernels::flash_forward_bf16(p);
+  else if (kernels::selected_isa() == isa::avx512) kernels::flash_forward_avx512(p);
   else kernels::flash_forward_avx2(p);
 #endif
   lse = row_lse;
@@ -91,7 +92,8 @@ sdpa_gradients sdpa_backward(const tensor& q, const tensor& k, const tensor& v, 
   sdpa_gradients g{tensor({B, H, L, D}), tensor({B, Hkv, S, D}), tensor({B, Hkv, S, Dv})};
   p.dq = g.dq.data(), p.dk = g.dk.data(), p.dv = g.dv.data();
 #if defined(__x86_64__) || defined(__i386__)
-  if (kernels::selected_isa() == isa::avx512) kernels::flash_backward_avx512(p);
+  if (options.dtype == sdpa_dtype::bf16) kernels::flash_backward_bf16(p);
+  else if (kernels::selected_isa() == isa::avx512) kernels::flash_backward_avx512(p);
   else kernels::flash_backward_avx2(p);
 #endif
   return g;

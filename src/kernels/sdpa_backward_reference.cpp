@@ -81,11 +81,20 @@ struct row_softmax {
   }
 };
 
+sdpa_options as_float32(sdpa_options options) {
+  options.dtype = sdpa_dtype::float32;
+  return options;
+}
+
 }  // namespace
 
 // q [B,H,L,D], k [B,Hkv,S,D], v [B,Hkv,S,Dv] → o [B,H,L,Dv], lse [B,H,L]
 tensor sdpa_forward(const tensor& q, const tensor& k, const tensor& v, const sdpa_options& options,
                     tensor& lse) {
+  if (options.dtype == sdpa_dtype::bf16) {  // exact arithmetic on the rounded operands
+    check_sdpa_shapes(q, k, v, options.attn_mask);
+    return ref::sdpa_forward(round_to_bf16(q), round_to_bf16(k), round_to_bf16(v), as_float32(options), lse);
+  }
   tensor out = ref::sdpa(q, k, v, options);  // checks the shapes
   const int64_t B = q.dim(0), H = q.dim(1), L = q.dim(2), S = k.dim(2);
   const row_softmax softmax(q, k, options);
@@ -104,6 +113,9 @@ tensor sdpa_forward(const tensor& q, const tensor& k, const tensor& v, const sdp
 sdpa_gradients sdpa_backward(const tensor& q, const tensor& k, const tensor& v,
                              const tensor& grad_o, const sdpa_options& options) {
   check_sdpa_shapes(q, k, v, options.attn_mask);
+  if (options.dtype == sdpa_dtype::bf16)  // exact arithmetic on the rounded operands (grad_o too)
+    return ref::sdpa_backward(round_to_bf16(q), round_to_bf16(k), round_to_bf16(v), round_to_bf16(grad_o),
+                              as_float32(options));
   const int64_t B = q.dim(0), H = q.dim(1), L = q.dim(2), D = q.dim(3);
   const int64_t Hkv = k.dim(1), S = k.dim(2), Dv = v.dim(3);
   kernels::check_row_tensor(grad_o, {B, H, L, Dv}, "grad_o");

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "core/half.hpp"
 #include "kernels/simd.hpp"
 
 namespace attn::simd {
@@ -150,5 +151,28 @@ struct avx2_bf16_emulated : avx2 {
   static vec low_half(words w) { return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)); }
 };
 #endif
+
+// Packing float32 rows into pairs, on any of the types above (the tails one pair at a time).
+
+// out[i] = (bf16(x[2i]·factor), bf16(x[2i + 1]·factor)) for i < ⌈n/2⌉; an odd n's last pair takes 0.
+template <class V>
+void pack_along(const float* x, int64_t n, float factor, uint32_t* out) {
+  const typename V::vec f = V::set1(factor);
+  int64_t d = 0;
+  for (; d + 2 * V::W <= n; d += 2 * V::W)
+    V::store_words(out + d / 2, V::pack_consecutive(V::mul(V::load(x + d), f), V::mul(V::load(x + d + V::W), f)));
+  for (; d < n; d += 2)
+    out[d / 2] = float_to_bf16(x[d] * factor) | static_cast<uint32_t>(d + 1 < n ? float_to_bf16(x[d + 1] * factor) : 0) << 16;
+}
+
+// out[e] = (bf16(x0[e]), bf16(x1[e])) for e < n: two rows interleaved; x1 null reads as zeros.
+template <class V>
+void pack_two_rows(const float* x0, const float* x1, int64_t n, uint32_t* out) {
+  int64_t e = 0;
+  for (; e + V::W <= n; e += V::W)
+    V::store_words(out + e, V::pack_pairs(V::load(x0 + e), x1 != nullptr ? V::load(x1 + e) : V::zero()));
+  for (; e < n; ++e)
+    out[e] = float_to_bf16(x0[e]) | static_cast<uint32_t>(x1 != nullptr ? float_to_bf16(x1[e]) : 0) << 16;
+}
 
 }  // namespace attn::simd

@@ -1,6 +1,7 @@
 """attn sdpa --dtype bf16 against PyTorch, with FlashAttention's test rule: attn's error against a
 float64 computation on the bf16-rounded inputs is at most twice the error of PyTorch's own bf16
-math attention (bf16 tensors: matmul, softmax, matmul) on the same inputs. Also the CLI contract
+math attention (bf16 tensors: matmul, softmax, matmul) on the same inputs, forward and backward
+(PyTorch's autograd on bf16 tensors). Also the CLI contract
 (float32 files in and out), the forced emulation (ATTN_BF16=emulate: the same bits), the
 reference path (ATTN_ISA=reference) and the bench's JSON."""
 import json
@@ -94,19 +95,66 @@ def test_bench_reports_the_dtype(attn):
     assert r.code == 0, r.err
     line = json.loads(r.out.strip().splitlines()[-1])
     assert line["dtype"] == "bf16" and line["gflops"] > 0
+    r = attn("bench", "--dtype", "bf16", "--backward", "--json", "--reps", "1", "1,64,2,16")
+    assert r.code == 0, r.err
+    line = json.loads(r.out.strip().splitlines()[-1])
+    assert line["dtype"] == "bf16" and line["backward"] and line["gflops"] > 0
     r = attn("bench", "--json", "--reps", "1", "1,64,2,16")
     assert json.loads(r.out.strip().splitlines()[-1])["dtype"] == "float32"
 
 
-def test_bad_dtype_and_bf16_backward_are_usage_errors(attn, tmp_path):
+def test_bad_dtype_is_a_usage_error(attn, tmp_path):
     _, paths = sdpa_files(tmp_path, np.random.default_rng(7), 1, 1, 4, 4, 8, 8)
     r = attn("sdpa", "--dtype", "fp8", "--query", paths["q"], "--key", paths["k"], "--value",
              paths["v"], "-o", tmp_path / "o.npy")
     assert r.code == 1 and "fp8" in one_error_line(r)
-    r = attn("sdpa", "--dtype", "bf16", "--query", paths["q"], "--key", paths["k"], "--value",
-             paths["v"], "-o", tmp_path / "o.npy", "--grad-output", paths["q"], "--dq",
-             tmp_path / "dq.npy", "--dk", tmp_path / "dk.npy", "--dv", tmp_path / "dv.npy")
-    assert r.code == 1 and "float32 only" in one_error_line(r)
     assert not (tmp_path / "o.npy").exists()
-    r = attn("bench", "--dtype", "bf16", "--backward", "1,64,2,16")
-    assert r.code == 1 and "float32 only" in one_error_line(r)
+
+
+def torch_bf16_grads_and_exact(a, g, causal):
+    """The gradients (dq, dk, dv) of PyTorch's bf16 math attention, and of float64 attention on
+    the bf16-rounded inputs."""
+    D = a["q"].shape[3]
+    L, S = a["q"].shape[2], a["k"].shape[2]
+    rep = a["q"].shape[1] // a["k"].shape[1]
+    hidden = torch.ones(L, S, dtype=torch.bool).triu(1) if causal else None
+
+    def grads(dtype):
+        q, k, v = (torch.from_numpy(a[n]).bfloat16().to(dtype).requires_grad_() for n in "qkv")
+        s = (q @ k.repeat_interleave(rep, 1).transpose(-1, -2)) * (1.0 / D ** 0.5)
+        if hidden is not None:
+            s = s.masked_fill(hidden, float("-inf"))
+        o = torch.softmax(s, -1) @ v.repeat_interleave(rep, 1)
+        o.backward(torch.from_numpy(g).bfloat16().to(dtype))
+        return [t.grad.double().numpy() for t in (q, k, v)]
+
+    return grads(torch.bfloat16), grads(torch.float64)
+
+
+@pytest.mark.parametrize("shape,causal", [
+    ((1, 2, 7, 7, 7, 7, None), False),
+    ((2, 2, 63, 65, 64, 64, None), True),
+    ((1, 3, 129, 129, 33, 17, None), False),
+    ((1, 4, 130, 300, 64, 64, 2), True),
+])
+def test_bf16_backward_within_twice_torch_bf16_error(attn, tmp_path, shape, causal):
+    B, H, L, S, D, Dv, Hkv = shape
+    rng = np.random.default_rng(L + S * D)
+    a, paths = sdpa_files(tmp_path, rng, B, H, L, S, D, Dv, Hkv)
+    g = rng.standard_normal((B, H, L, Dv)).astype(np.float32)
+    np.save(tmp_path / "g.npy", g)
+    outs = [tmp_path / f"{n}.npy" for n in ("dq", "dk", "dv")]
+    run_sdpa(attn, paths, tmp_path / "o.npy", *(["--causal"] if causal else []), "--grad-output",
+             tmp_path / "g.npy", "--dq", outs[0], "--dk", outs[1], "--dv", outs[2])
+    theirs, exact = torch_bf16_grads_and_exact(a, g, causal)
+    for name, out, t, e in zip(("dq", "dk", "dv"), outs, theirs, exact):
+        got = np.load(out)
+        assert got.dtype == np.float32 and got.shape == e.shape
+        assert np.abs(got - e).max() <= 2 * np.abs(t - e).max(), name
+    # The emulation gives the same gradients, bit for bit.
+    emulated = [tmp_path / f"e{n}.npy" for n in ("dq", "dk", "dv")]
+    run_sdpa(attn, paths, tmp_path / "eo.npy", *(["--causal"] if causal else []), "--grad-output",
+             tmp_path / "g.npy", "--dq", emulated[0], "--dk", emulated[1], "--dv", emulated[2],
+             env={**os.environ, "ATTN_BF16": "emulate"})
+    for out, em in zip(outs, emulated):
+        assert np.array_equal(np.load(out).view(np.uint32), np.load(em).view(np.uint32))

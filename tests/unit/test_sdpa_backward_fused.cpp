@@ -3,6 +3,10 @@
 // heads. The bound, as for the forward: each gradient's error is at most twice that of a naive
 // float32 computation of the same formulas. Also: no write outside the outputs, identical bits
 // from run to run and across thread counts, exact zeros for fully masked rows.
+// The bf16 backward (every bf16 path: vdpbf16ps, its emulation on AVX-512 and on AVX2) against
+// the float64 reference on the bf16-rounded inputs, with FlashAttention's rule: at most twice the
+// error of the same formulas computed as PyTorch's bf16 math path does (each product rounded to
+// bf16); the emulation gives the instruction's bits.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -18,6 +22,7 @@
 
 #include "attn/mask.hpp"
 #include "attn/sdpa_backward.hpp"
+#include "core/half.hpp"
 #include "kernels/flash_backward_problem.hpp"
 #include "sdpa_test_support.hpp"
 
@@ -34,6 +39,7 @@ struct isa {
   std::string name;
   std::function<void(const flash_problem&)> forward;
   std::function<void(const flash_backward_problem&)> backward;
+  bool bf16 = false;
 };
 
 // The AVX2 path is tested even where AVX-512 is the default.
@@ -45,6 +51,23 @@ std::vector<isa> available_isas() {
     out.push_back({"avx512", attn::kernels::flash_forward_avx512, attn::kernels::flash_backward_avx512});
   return out;
 }
+
+std::vector<isa> bf16_isas() {
+  std::vector<isa> out;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    out.push_back({"avx2 (bf16 emulated)", attn::kernels::flash_forward_bf16_emulated_avx2,
+                   attn::kernels::flash_backward_bf16_emulated_avx2, true});
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+    out.push_back({"avx512 (bf16 emulated)", attn::kernels::flash_forward_bf16_emulated_avx512,
+                   attn::kernels::flash_backward_bf16_emulated_avx512, true});
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16"))
+    out.push_back({"avx512_bf16", attn::kernels::flash_forward_bf16_avx512,
+                   attn::kernels::flash_backward_bf16_avx512, true});
+  return out;
+}
+
+float keep(float x) { return x; }
+float bf16(float x) { return attn::bf16_to_float(attn::float_to_bf16(x)); }
 
 struct call {
   tensor q, k, v, g;  // g: the gradient of the loss with respect to the output
@@ -88,7 +111,10 @@ grads run_fused(const isa& kernel, const call& c) {
 }
 
 // The backward in float32, written the obvious way: what "naive fp32" error means in the bound.
-grads naive_float(const call& c) {
+// With round = bf16, PyTorch's math path on bf16 tensors: the inputs and every product's result
+// rounded to bf16 (products accumulate in float32), the softmax and its backward in float32
+// rounded to bf16.
+grads naive_float(const call& c, float (*round)(float) = keep) {
   const int64_t B = c.q.dim(0), H = c.q.dim(1), L = c.q.dim(2), D = c.q.dim(3);
   const int64_t Hkv = c.k.dim(1), S = c.k.dim(2), Dv = c.v.dim(3);
   int64_t ms[4];
@@ -96,6 +122,11 @@ grads naive_float(const call& c) {
   grads r{std::vector<float>(static_cast<size_t>(B * H * L * D)),
           std::vector<float>(static_cast<size_t>(B * Hkv * S * D)),
           std::vector<float>(static_cast<size_t>(B * Hkv * S * Dv)), true};
+  const auto q = [&](int64_t b, int64_t h, int64_t i, int64_t d) { return round(c.q.at({b, h, i, d})); };
+  const auto k = [&](int64_t b, int64_t h, int64_t j, int64_t d) { return round(c.k.at({b, h, j, d})); };
+  const auto v = [&](int64_t b, int64_t h, int64_t j, int64_t e) { return round(c.v.at({b, h, j, e})); };
+  const auto g = [&](int64_t b, int64_t h, int64_t i, int64_t e) { return round(c.g.at({b, h, i, e})); };
+  const float scale = round(c.scale);
   std::vector<float> p(static_cast<size_t>(S)), dp(static_cast<size_t>(S));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
@@ -104,9 +135,9 @@ grads naive_float(const call& c) {
         float mx = -inf;
         for (int64_t j = 0; j < S; ++j) {
           float dot = 0.0f;
-          for (int64_t d = 0; d < D; ++d) dot += c.q.at({b, h, i, d}) * c.k.at({b, hk, j, d});
-          p[j] = dot * c.scale;
-          if (c.mask != nullptr) p[j] += c.mask->data()[b * ms[0] + h * ms[1] + i * ms[2] + j * ms[3]];
+          for (int64_t d = 0; d < D; ++d) dot += q(b, h, i, d) * k(b, hk, j, d);
+          p[j] = round(round(dot) * scale);
+          if (c.mask != nullptr) p[j] = round(p[j] + c.mask->data()[b * ms[0] + h * ms[1] + i * ms[2] + j * ms[3]]);
           if (c.causal && j > i) p[j] = -inf;
           mx = std::max(mx, p[j]);
         }
@@ -114,33 +145,37 @@ grads naive_float(const call& c) {
         float sum = 0.0f;
         for (int64_t j = 0; j < S; ++j) sum += (p[j] = std::exp(p[j] - mx));
         for (int64_t j = 0; j < S; ++j) {
-          p[j] /= sum;
+          p[j] = round(p[j] / sum);
           float x = 0.0f;
-          for (int64_t e = 0; e < Dv; ++e) x += c.g.at({b, h, i, e}) * c.v.at({b, hk, j, e});
-          dp[j] = x;
+          for (int64_t e = 0; e < Dv; ++e) x += g(b, h, i, e) * v(b, hk, j, e);
+          dp[j] = round(x);
         }
         // Δ_i = Σ_j p_ij dp_ij, computed as do_i · o_i (FlashAttention's formula, and the
-        // kernel's): o_i rounded to float first.
+        // kernel's): o_i rounded first.
         float row = 0.0f;
         for (int64_t e = 0; e < Dv; ++e) {
           float o = 0.0f;
-          for (int64_t j = 0; j < S; ++j) o += p[j] * c.v.at({b, hk, j, e});
-          row += c.g.at({b, h, i, e}) * o;
+          for (int64_t j = 0; j < S; ++j) o += p[j] * v(b, hk, j, e);
+          row += g(b, h, i, e) * round(o);
         }
         for (int64_t j = 0; j < S; ++j) {
-          const float ds = p[j] * (dp[j] - row) * c.scale;
-          for (int64_t e = 0; e < Dv; ++e) r.dv[((b * Hkv + hk) * S + j) * Dv + e] += p[j] * c.g.at({b, h, i, e});
+          const float ds = round(round(p[j] * (dp[j] - row)) * scale);
+          for (int64_t e = 0; e < Dv; ++e) r.dv[((b * Hkv + hk) * S + j) * Dv + e] += p[j] * g(b, h, i, e);
           for (int64_t d = 0; d < D; ++d) {
-            r.dq[((b * H + h) * L + i) * D + d] += ds * c.k.at({b, hk, j, d});
-            r.dk[((b * Hkv + hk) * S + j) * D + d] += ds * c.q.at({b, h, i, d});
+            r.dq[((b * H + h) * L + i) * D + d] += ds * k(b, hk, j, d);
+            r.dk[((b * Hkv + hk) * S + j) * D + d] += ds * q(b, h, i, d);
           }
         }
       }
+  for (std::vector<float>* part : {&r.dq, &r.dk, &r.dv})
+    for (float& x : *part) x = round(x);
   return r;
 }
 
+// isas: all float32 or all bf16.
 void check_case(const sweep_case& sc, std::mt19937& rng, const std::vector<isa>& isas) {
   SCOPED_TRACE(describe(sc));
+  const bool bf16_isas = isas.front().bf16;
   call c;
   // Scores of a few units: softmax neither flat nor one-hot.
   const float spread = 2.0f / std::sqrt(std::sqrt(static_cast<float>(sc.D)));
@@ -157,8 +192,9 @@ void check_case(const sweep_case& sc, std::mt19937& rng, const std::vector<isa>&
   options.causal = c.causal;
   options.attn_mask = c.mask;
   options.scale = attn::scale_spec::parse(std::to_string(c.scale));
+  if (bf16_isas) options.dtype = attn::sdpa_dtype::bf16;  // exact on the rounded inputs
   const attn::sdpa_gradients want = attn::ref::sdpa_backward(c.q, c.k, c.v, c.g, options);
-  const grads naive = naive_float(c);
+  const grads naive = naive_float(c, bf16_isas ? bf16 : keep);
   // A floor for dq and dk: dS = P ∘ (dP − Δ) takes the difference of two dot products of
   // length Dv (dP_ij = do_i·v_j, Δ_i = do_i·o_i) that may cancel exactly (one visible key: then
   // dq = dk = 0), and the kernel sums them in another order than the naive loop, so a rounding
@@ -188,10 +224,16 @@ void check_case(const sweep_case& sc, std::mt19937& rng, const std::vector<isa>&
     const tensor& want;
   };
   const part parts[] = {{"dq", naive.dq, want.dq}, {"dk", naive.dk, want.dk}, {"dv", naive.dv, want.dv}};
+  grads avx512;  // the first AVX-512 bf16 path's gradients
   for (const isa& kernel : isas) {
     SCOPED_TRACE(kernel.name);
     const grads got = run_fused(kernel, c);
     EXPECT_TRUE(got.guards_ok) << "a write outside the gradients";
+    if (kernel.bf16 && kernel.name.rfind("avx512", 0) == 0) {  // the emulation gives the instruction's bits
+      if (avx512.dq.empty()) avx512 = got;
+      else EXPECT_TRUE(avx512.dq == got.dq && avx512.dk == got.dk && avx512.dv == got.dv)
+          << "not the bits of the emulation";
+    }
     const std::vector<float>* fused[] = {&got.dq, &got.dk, &got.dv};
     for (int i = 0; i < 3; ++i) {
       const double naive_err = max_abs_error(parts[i].naive, parts[i].want);
@@ -200,7 +242,7 @@ void check_case(const sweep_case& sc, std::mt19937& rng, const std::vector<isa>&
       const double bound =
           std::max({2.0 * naive_err, 4.0 * FLT_EPSILON * max_abs(parts[i].want), floors[i]});
       const double err = max_abs_error(*fused[i], parts[i].want);
-      EXPECT_LE(err, bound) << parts[i].name << ": naive float32 error " << naive_err
+      EXPECT_LE(err, bound) << parts[i].name << ": naive " << (bf16_isas ? "bf16 math" : "float32") << " error " << naive_err
                             << ", largest gradient " << max_abs(parts[i].want);
     }
   }
@@ -325,6 +367,94 @@ TEST(sdpa_backward_fused, entry_points_agree_with_the_reference) {
   o.kernel = attn::sdpa_kernel::reference;
   const attn::sdpa_gradients r = attn::sdpa_backward(q, k, v, out, lse, g, o);
   EXPECT_EQ(std::memcmp(r.dq.data(), want.dq.data(), want.dq.values().size() * sizeof(float)), 0);
+}
+
+// ---- bf16 ----
+
+TEST(sdpa_backward_bf16, random_sweep_against_reference) {
+  const std::vector<isa> isas = bf16_isas();
+  if (isas.empty()) GTEST_SKIP() << "no AVX2: bf16 runs on the reference";
+  const std::vector<int64_t> lengths = {1, 2, 3, 7, 63, 64, 65, 127, 129};
+  const std::vector<int64_t> dims = {1, 7, 16, 33, 64, 65, 128};
+  std::mt19937 rng(2028);
+  for (int tries = 0; tries < 30; ++tries) check_case(random_case(tries, rng, lengths, dims), rng, isas);
+}
+
+TEST(sdpa_backward_bf16, every_length_and_head_size_once) {
+  const std::vector<isa> isas = bf16_isas();
+  if (isas.empty()) GTEST_SKIP() << "no AVX2: bf16 runs on the reference";
+  std::mt19937 rng(27);
+  for (int64_t n : {1, 2, 3, 7, 63, 64, 65, 127, 129}) {
+    check_case({1, 2, 1, n, 33, 16, 16, false, mask_kind::none}, rng, isas);
+    check_case({1, 1, 1, 17, n, 16, 16, true, mask_kind::additive_ls}, rng, isas);
+  }
+  for (int64_t d : {1, 2, 7, 33, 64, 65, 128})
+    check_case({1, 2, 2, 37, 70, d, d, true, mask_kind::bool_per_key}, rng, isas);
+  check_case({2, 4, 2, 65, 129, 64, 48, false, mask_kind::additive_full}, rng, isas);
+}
+
+TEST(sdpa_backward_bf16, fully_masked_rows_and_hidden_keys_get_exact_zeros) {
+  std::mt19937 rng(29);
+  call c;
+  c.q = random_tensor({1, 2, 70, 16}, rng);
+  c.k = random_tensor({1, 2, 200, 16}, rng);
+  c.v = random_tensor({1, 2, 200, 16}, rng);
+  c.g = random_tensor({1, 2, 70, 16}, rng);
+  c.scale = 0.25f;
+  tensor mask({70, 200}, 0.0f);
+  for (int64_t j = 0; j < 200; ++j) mask.at({5, j}) = -inf;
+  for (int64_t i = 0; i < 70; ++i)
+    for (int64_t j = 64; j < 128; ++j) mask.at({i, j}) = -inf;
+  c.mask = &mask;
+  for (const isa& kernel : bf16_isas()) {
+    SCOPED_TRACE(kernel.name);
+    const grads got = run_fused(kernel, c);
+    for (int64_t h = 0; h < 2; ++h) {
+      for (int64_t d = 0; d < 16; ++d) EXPECT_EQ(got.dq[(h * 70 + 5) * 16 + d], 0.0f);
+      for (int64_t j = 64; j < 128; ++j)
+        for (int64_t d = 0; d < 16; ++d) {
+          EXPECT_EQ(got.dk[(h * 200 + j) * 16 + d], 0.0f);
+          EXPECT_EQ(got.dv[(h * 200 + j) * 16 + d], 0.0f);
+        }
+    }
+    EXPECT_NE(got.dq[6 * 16], 0.0f);
+  }
+}
+
+TEST(sdpa_backward_bf16, entry_points_same_bits_every_run_and_every_thread_count) {
+  std::mt19937 rng(31);
+  const tensor q = random_tensor({1, 4, 300, 64}, rng), k = random_tensor({1, 2, 333, 64}, rng);
+  const tensor v = random_tensor({1, 2, 333, 64}, rng), g = random_tensor({1, 4, 300, 64}, rng);
+  attn::sdpa_options o;
+  o.causal = true;
+  o.dtype = attn::sdpa_dtype::bf16;
+  tensor lse;
+  const tensor out = attn::sdpa_forward(q, k, v, o, lse);
+  // The training forward is the bf16 forward, and its lse is the reference's on rounded inputs.
+  EXPECT_EQ(std::memcmp(out.data(), attn::sdpa(q, k, v, o).data(), out.values().size() * sizeof(float)), 0);
+  tensor ref_lse;
+  attn::ref::sdpa_forward(q, k, v, o, ref_lse);
+  for (size_t i = 0; i < lse.values().size(); ++i) EXPECT_NEAR(lse.values()[i], ref_lse.values()[i], 0.05);
+  const int threads = omp_get_max_threads();
+  const attn::sdpa_gradients first = attn::sdpa_backward(q, k, v, out, lse, g, o);
+  const attn::sdpa_gradients again = attn::sdpa_backward(q, k, v, out, lse, g, o);
+  omp_set_num_threads(1);
+  const attn::sdpa_gradients one = attn::sdpa_backward(q, k, v, out, lse, g, o);
+  omp_set_num_threads(3);
+  const attn::sdpa_gradients three = attn::sdpa_backward(q, k, v, out, lse, g, o);
+  omp_set_num_threads(threads);
+  const auto same = [](const tensor& a, const tensor& b) {
+    return std::memcmp(a.data(), b.data(), a.values().size() * sizeof(float)) == 0;
+  };
+  for (const attn::sdpa_gradients* other : {&again, &one, &three}) {
+    EXPECT_TRUE(same(first.dq, other->dq));
+    EXPECT_TRUE(same(first.dk, other->dk));
+    EXPECT_TRUE(same(first.dv, other->dv));
+  }
+  // Not the float32 gradients: the dtype reached the kernel.
+  o.dtype = attn::sdpa_dtype::float32;
+  const tensor out32 = attn::sdpa_forward(q, k, v, o, lse);
+  EXPECT_FALSE(same(first.dq, attn::sdpa_backward(q, k, v, out32, lse, g, o).dq));
 }
 
 }  // namespace
