@@ -199,19 +199,19 @@ class flash_backward {
       simd::pack_along<V>(qh + i * f_.qs[2], f_.D, c, s.qw.data() + (g * lp_ + i) * dw_);
       simd::pack_along<V>(gh + i * p_.gs[2], f_.Dv, 1.0f, gw);
       const float* o = p_.o + b * p_.os[0] + h * p_.os[1] + i * p_.os[2];
-      float d = 0.0f;
-      for (int64_t e = 0; e < f_.Dv; ++e) d += bf16_to_float(static_cast<uint16_t>(gw[e / 2] >> (e % 2 * 16))) * o[e];
-      s.delta[static_cast<size_t>(g * lp_ + i)] = d;
+      float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // four sums in turn: no chain of dependent adds
+      for (int64_t e = 0; e < f_.Dv; ++e) d[e % 4] += bf16_to_float(static_cast<uint16_t>(gw[e / 2] >> (e % 2 * 16))) * o[e];
+      s.delta[static_cast<size_t>(g * lp_ + i)] = (d[0] + d[1]) + (d[2] + d[3]);
       const float lse = p_.lse[bh * f_.L + i];
       s.off[static_cast<size_t>(g * lp_ + i)] = lse == -bwd_inf ? bwd_inf : lse * bwd_log2e;
     }
-    // The pairs of rows: Q's scaled rows come from qw's bf16 values (already rounded, so exact).
+    // The pairs of rows (Q scaled first, so it rounds to qw's values).
     std::vector<float>& row = s.row;
     for (int64_t i2 = 0; i2 < (f_.L + 1) / 2; ++i2) {
       const bool second = 2 * i2 + 1 < f_.L;
-      for (int64_t r = 0; r < 2; ++r) {
-        const uint32_t* qw = s.qw.data() + (g * lp_ + 2 * i2 + r) * dw_;
-        for (int64_t d = 0; d < f_.D; ++d) row[r * dp_ + d] = bf16_to_float(static_cast<uint16_t>(qw[d / 2] >> (d % 2 * 16)));
+      for (int64_t r = 0; r < (second ? 2 : 1); ++r) {
+        const float* q = qh + (2 * i2 + r) * f_.qs[2];
+        for (int64_t d = 0; d < f_.D; ++d) row[r * dp_ + d] = q[d] * c;
       }
       simd::pack_two_rows<V>(row.data(), second ? row.data() + dp_ : nullptr, f_.D, s.qi.data() + (g * lp_ / 2 + i2) * dp_);
       const float* g0 = gh + 2 * i2 * p_.gs[2];

@@ -156,7 +156,7 @@ struct avx2_bf16_emulated : avx2 {
 
 // out[i] = (bf16(x[2i]·factor), bf16(x[2i + 1]·factor)) for i < ⌈n/2⌉; an odd n's last pair takes 0.
 template <class V>
-void pack_along(const float* x, int64_t n, float factor, uint32_t* out) {
+[[gnu::always_inline]] inline void pack_along(const float* x, int64_t n, float factor, uint32_t* out) {
   const typename V::vec f = V::set1(factor);
   int64_t d = 0;
   for (; d + 2 * V::W <= n; d += 2 * V::W)
@@ -167,7 +167,7 @@ void pack_along(const float* x, int64_t n, float factor, uint32_t* out) {
 
 // out[e] = (bf16(x0[e]), bf16(x1[e])) for e < n: two rows interleaved; x1 null reads as zeros.
 template <class V>
-void pack_two_rows(const float* x0, const float* x1, int64_t n, uint32_t* out) {
+[[gnu::always_inline]] inline void pack_two_rows(const float* x0, const float* x1, int64_t n, uint32_t* out) {
   int64_t e = 0;
   for (; e + V::W <= n; e += V::W)
     V::store_words(out + e, V::pack_pairs(V::load(x0 + e), x1 != nullptr ? V::load(x1 + e) : V::zero()));
