@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/half.hpp"
+#include "kernels/flash_pack_bf16.hpp"
 #include "kernels/flash_problem.hpp"
 #include "kernels/simd.hpp"
 
@@ -84,6 +85,7 @@ class flash_forward {
     std::vector<float> alpha; // [BR]      this tile's rescale factor
     std::vector<uint32_t> qw; // [D/2][BR] bf16: the query tile as pairs along D (qt unused)
     std::vector<uint32_t> pw; // [BC/2][BR] bf16: P as pairs along the keys
+    std::vector<uint32_t> kw, vw;  // bf16 with no packs in the problem: this item's head's packs
     scratch(int64_t D, int64_t dvp, mask_mode mode)
         : qt(BF16 ? 0 : static_cast<size_t>(std::max<int64_t>(D, 1) * BR)),
           st(static_cast<size_t>((BC + JB) * BR)),
@@ -105,7 +107,7 @@ class flash_forward {
   // ---- one work item ----
   void tile(scratch& s, int64_t b, int64_t h, int64_t i0) const {
     const int64_t rows = std::min<int64_t>(BR, p_.L - i0);
-    const head hd = head_operands(b, h / group_);
+    const head hd = head_operands(s, b, h / group_);
     pack_queries(s, b, h, i0, rows);
 
     std::fill(s.m.begin(), s.m.end(), neg_inf);
@@ -129,9 +131,17 @@ class flash_forward {
     if (p_.weights != nullptr) write_weights(s, b, h, i0, rows, hd);
   }
 
-  head head_operands(int64_t b, int64_t hk) const {
+  head head_operands(scratch& s, int64_t b, int64_t hk) const {
     head hd{p_.k + b * p_.ks[0] + hk * p_.ks[1], p_.v + b * p_.vs[0] + hk * p_.vs[1], nullptr, nullptr};
     if constexpr (BF16) {
+      if (p_.kw == nullptr) {  // the caller left the packing to the work items (one per head)
+        const int64_t pairs = (p_.S + 1) / 2;
+        s.kw.resize(static_cast<size_t>(p_.S * p_.kw_row));
+        s.vw.resize(static_cast<size_t>(pairs * p_.vw_cols));
+        pack_key_value_pairs<V>(p_, b, hk, 0, pairs, s.kw.data(), s.vw.data());
+        hd.kw = s.kw.data(), hd.vw = s.vw.data();
+        return hd;
+      }
       const int64_t bh = b * p_.Hkv + hk;
       hd.kw = p_.kw + bh * p_.S * p_.kw_row;
       hd.vw = p_.vw + bh * ((p_.S + 1) / 2) * p_.vw_cols;
