@@ -1,0 +1,45 @@
+// attn-mpi: the attn command line on MPI. sdpa and bench run ring attention across the ranks
+// (src/dist/); the other subcommands are the plain attn's and run on rank 0 alone. Without
+// mpirun it is one rank. Errors of the shared subcommands are agreed by all ranks, so rank 0
+// alone prints them: one line, whatever the number of ranks.
+#include <algorithm>
+#include <string>
+
+#include "app.hpp"
+#include "dist/session.hpp"
+#include "mpi_commands.hpp"
+
+namespace {
+
+// The shared subcommands, in place of the plain ones of the same name.
+std::vector<attn::cli::subcommand> mpi_subcommands() {
+  std::vector<attn::cli::subcommand> commands = attn::cli::standard_subcommands();
+  for (attn::cli::subcommand& c : commands) {
+    if (c.name == "sdpa") {
+      c.synopsis =
+          "mpirun -n K attn-mpi sdpa --query Q.npy --key K.npy --value V.npy [--causal] "
+          "[--scale S] -o OUT.npy";
+      c.add = attn::cli::add_ring_sdpa_command;
+    } else if (c.name == "bench") {
+      c.synopsis = "mpirun -n K attn-mpi bench [--causal] [--reps R] [--json] B,N,H,D …";
+      c.add = attn::cli::add_ring_bench_command;
+    }
+  }
+  return commands;
+}
+
+bool shared_across_ranks(const std::string& command) {
+  return command == "sdpa" || command == "bench";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  attn::dist::session world(argc, argv);
+  const bool shared = argc > 1 && shared_across_ranks(argv[1]);
+  if (!shared && attn::dist::rank() != 0) return 0;
+  return attn::cli::run_app("attn-mpi",
+                            "attn-mpi: attn on MPI. sdpa and bench run ring attention over the "
+                            "ranks (mpirun -n K); the other subcommands run on rank 0.",
+                            mpi_subcommands(), argc, argv, attn::dist::rank() == 0);
+}
