@@ -86,7 +86,7 @@ void bench_one(const ring_bench_args& args, const bench_shape& s) {
                v = random_tensor(local, rng);
   sdpa_options options;
   options.causal = args.causal;
-  std::vector<double> times, compute, wait;
+  std::vector<double> times, compute, wait, merge;
   dist::ring_profile profile;
   for (int rep = 0; rep <= args.reps; ++rep) {  // the first run is the untimed warm-up
     MPI_Barrier(MPI_COMM_WORLD);
@@ -94,9 +94,10 @@ void bench_one(const ring_bench_args& args, const bench_shape& s) {
     const tensor out = dist::ring_sdpa(q, k, v, layout, layout, options, &profile);
     const double t =
         slowest(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    const double c = slowest(profile.compute_s), w = slowest(profile.wait_s);
+    const double c = slowest(profile.compute_s), w = slowest(profile.wait_s),
+                 m = slowest(profile.merge_s);
     if (rep == 0) continue;
-    times.push_back(t), compute.push_back(c / K), wait.push_back(w / K);
+    times.push_back(t), compute.push_back(c / K), wait.push_back(w / K), merge.push_back(m / K);
   }
   const double transfer =
       dist::ring_transfer_seconds(static_cast<int64_t>(profile.bytes_per_step / 4), args.reps);
@@ -114,17 +115,18 @@ void bench_one(const ring_bench_args& args, const bench_shape& s) {
     j["median_s"] = med, j["gflops"] = flops / med / 1e9;
     j["kernel"] = "fused", j["isa"] = fused_kernel_isa(), j["dtype"] = "float32";
     j["ranks"] = K;
-    j["step_compute_s"] = median(compute), j["step_wait_s"] = median(wait);
+    j["step_compute_s"] = median(compute), j["step_merge_s"] = median(merge);
+    j["step_wait_s"] = median(wait);
     j["step_transfer_s"] = transfer, j["step_bytes"] = profile.bytes_per_step;
     fmt::print("{}\n", j.dump());
   } else {
     fmt::print(
         "{},{},{},{}{}  median {:.3f} ms over {} runs  {:.1f} GFLOP/s  (ring of {} ranks, {} "
-        "threads each, fused {})\n  per ring step: compute {:.3f} ms, wait {:.3f} ms; one "
-        "block ({:.2f} MB) alone {:.3f} ms\n",
+        "threads each, fused {})\n  per ring step: compute {:.3f} ms (merge {:.3f} ms), wait "
+        "{:.3f} ms; one block ({:.2f} MB) alone {:.3f} ms\n",
         s.B, s.N, s.H, s.D, args.causal ? " causal" : "", med * 1e3, args.reps,
         flops / med / 1e9, K, threads, fused_kernel_isa(), median(compute) * 1e3,
-        median(wait) * 1e3, profile.bytes_per_step / 1e6, transfer * 1e3);
+        median(merge) * 1e3, median(wait) * 1e3, profile.bytes_per_step / 1e6, transfer * 1e3);
   }
 }
 

@@ -93,7 +93,7 @@ tensor ring_sdpa(const tensor& q_local, const tensor& k_local, const tensor& v_l
   block_merge merged(B, H, queries.local_rows(r), Dv);
   sdpa_options block_options = options;
   const int left = (r - 1 + K) % K, right = (r + 1) % K;
-  double compute_s = 0, wait_s = 0;
+  double compute_s = 0, wait_s = 0, merge_s = 0;
   for (int step = 0; step < K; ++step) {
     const int origin = (r - step + K) % K;
     MPI_Request requests[2];
@@ -114,7 +114,9 @@ tensor ring_sdpa(const tensor& q_local, const tensor& k_local, const tensor& v_l
       tensor lse;
       const tensor o = sdpa_forward(q_local.slice(2, c.q0, c.q1), k.slice(2, c.k0, c.k1),
                                     v.slice(2, c.k0, c.k1), block_options, lse);
+      const double m0 = now();
       merged.add(o, lse, c.q0);
+      merge_s += now() - m0;
     }
     const double t1 = now();
     MPI_Waitall(pending, requests, MPI_STATUSES_IGNORE);
@@ -123,7 +125,7 @@ tensor ring_sdpa(const tensor& q_local, const tensor& k_local, const tensor& v_l
     std::swap(current, next);
   }
   if (profile != nullptr) {
-    profile->compute_s = compute_s, profile->wait_s = wait_s;
+    profile->compute_s = compute_s, profile->wait_s = wait_s, profile->merge_s = merge_s;
     profile->bytes_per_step = 4.0 * static_cast<double>(most);
   }
   return merged.output();

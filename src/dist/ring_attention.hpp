@@ -19,6 +19,7 @@ namespace attn::dist {
 // compute did not hide).
 struct ring_profile {
   double compute_s = 0, wait_s = 0;
+  double merge_s = 0;         // the part of compute_s spent folding block results together
   double bytes_per_step = 0;  // the largest K/V block sent in one step
 };
 
