@@ -27,8 +27,8 @@ void print_usage_hint(const std::string& program, const std::vector<subcommand>&
     }
   std::vector<std::string> names;
   for (const subcommand& c : commands) names.push_back(c.name);
-  fmt::print(stderr, "usage: {} <{}> …\nrun '{} --help' for more\n", program,
-             fmt::join(names, "|"), program);
+  fmt::print(stderr, "usage: {} <{}> …\nrun '{} --help' for more\n", program, fmt::join(names, "|"),
+             program);
 }
 
 }  // namespace
@@ -64,7 +64,8 @@ std::vector<subcommand> standard_subcommands() {
        "[--attn-mask M.npy] [--kernel fused|reference] -o OUT.npy "
        "[--grad-output G.npy --dq DQ.npy --dk DK.npy --dv DV.npy]",
        add_sdpa_command},
-      {"vectors", "attn vectors convert IN OUT [--top N] [--dtype f32|f16] | attn vectors info PATH",
+      {"vectors",
+       "attn vectors convert IN OUT [--top N] [--dtype f32|f16] | attn vectors info PATH",
        add_vectors_command},
       {"train",
        "attn train --task next-word|classify|masked-word --data FILE [--valid FILE] [--vectors "

@@ -87,7 +87,7 @@ struct batch_plan {
 };
 
 // A loop that reads `input`'s lines and writes the plan's records to `output`, in input order.
-using batch_loop =
-    std::function<void(const std::string& input, const std::string& output, const batch_plan& plan)>;
+using batch_loop = std::function<void(const std::string& input, const std::string& output,
+                                      const batch_plan& plan)>;
 
 }  // namespace attn::cli

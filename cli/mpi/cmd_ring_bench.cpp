@@ -4,12 +4,12 @@
 // transfer of one block measured alone.
 #include <fmt/format.h>
 #include <mpi.h>
-#include <nlohmann/json.hpp>
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -124,9 +124,9 @@ void bench_one(const ring_bench_args& args, const bench_shape& s) {
         "{},{},{},{}{}  median {:.3f} ms over {} runs  {:.1f} GFLOP/s  (ring of {} ranks, {} "
         "threads each, fused {})\n  per ring step: compute {:.3f} ms (merge {:.3f} ms), wait "
         "{:.3f} ms; one block ({:.2f} MB) alone {:.3f} ms\n",
-        s.B, s.N, s.H, s.D, args.causal ? " causal" : "", med * 1e3, args.reps,
-        flops / med / 1e9, K, threads, fused_kernel_isa(), median(compute) * 1e3,
-        median(merge) * 1e3, median(wait) * 1e3, profile.bytes_per_step / 1e6, transfer * 1e3);
+        s.B, s.N, s.H, s.D, args.causal ? " causal" : "", med * 1e3, args.reps, flops / med / 1e9,
+        K, threads, fused_kernel_isa(), median(compute) * 1e3, median(merge) * 1e3,
+        median(wait) * 1e3, profile.bytes_per_step / 1e6, transfer * 1e3);
   }
 }
 
@@ -144,7 +144,8 @@ void add_ring_bench_command(CLI::App& app) {
   auto args = std::make_shared<ring_bench_args>();
   CLI::App* sub = app.add_subcommand(
       "bench", "Time ring attention over the ranks on shapes B,N,H,D (median of --reps runs)");
-  sub->add_option("shapes", args->shapes, "Shapes B,N,H,D (batch, sequence length, heads, head size)");
+  sub->add_option("shapes", args->shapes,
+                  "Shapes B,N,H,D (batch, sequence length, heads, head size)");
   sub->add_flag("--causal", args->causal, "Causal mask (FLOPs halved: useful work only)");
   sub->add_option("--reps", args->reps, "Timed runs per shape (default 7)");
   sub->add_flag("--json", args->json, "One JSON line per shape, as attn bench prints");

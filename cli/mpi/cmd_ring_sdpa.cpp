@@ -44,13 +44,12 @@ void run(const ring_sdpa_args& args) {
     q = read_float_npy(args.query, "the query");
     k = read_float_npy(args.key, "the key");
     v = read_float_npy(args.value, "the value");
-    for (auto [t, path, name] : {std::tuple{&q, args.query, "the query"},
-                                  std::tuple{&k, args.key, "the key"},
-                                  std::tuple{&v, args.value, "the value"}})
+    for (auto [t, path, name] :
+         {std::tuple{&q, args.query, "the query"}, std::tuple{&k, args.key, "the key"},
+          std::tuple{&v, args.value, "the value"}})
       if (t->rank() != 4)
-        throw_input(path,
-                    fmt::format("{} must have rank 4 ([B, H, L, D] / [B, Hkv, S, D]), got {}",
-                                name, shape_to_string(t->shape())));
+        throw_input(path, fmt::format("{} must have rank 4 ([B, H, L, D] / [B, Hkv, S, D]), got {}",
+                                      name, shape_to_string(t->shape())));
     try {
       check_sdpa_shapes(q, k, v, nullptr);
     } catch (const error& e) {
@@ -88,7 +87,8 @@ void run(const ring_sdpa_args& args) {
 void add_ring_sdpa_command(CLI::App& app) {
   auto args = std::make_shared<ring_sdpa_args>();
   CLI::App* sub = app.add_subcommand(
-      "sdpa", "Scaled dot-product attention split along the sequence over the ranks (ring attention)");
+      "sdpa",
+      "Scaled dot-product attention split along the sequence over the ranks (ring attention)");
   sub->add_option("--query", args->query, "Query .npy, float32 [B, H, L, D]")->required();
   sub->add_option("--key", args->key, "Key .npy [B, Hkv, S, D] (Hkv divides H)")->required();
   sub->add_option("--value", args->value, "Value .npy [B, Hkv, S, Dv]")->required();

@@ -161,7 +161,8 @@ void make_for_writer(const std::string& input, const batch_plan& plan) {
 void shared_batch_loop(const std::string& input, const std::string& output,
                        const batch_plan& plan) {
   // Standard input reaches rank 0 alone; every rank needs the lines.
-  if (input == "-") throw_usage("attn-mpi embed --batch reads a file on every rank; give its path, not -");
+  if (input == "-")
+    throw_usage("attn-mpi embed --batch reads a file on every rank; give its path, not -");
   if (dist::rank() == 0)
     write_in_order(input, output, plan);
   else

@@ -31,7 +31,8 @@ std::vector<attn::cli::subcommand> mpi_subcommands() {
       c.synopsis = "mpirun -n K attn-mpi bench [--causal] [--reps R] [--json] B,N,H,D …";
       c.add = attn::cli::add_ring_bench_command;
     } else if (c.name == "embed") {
-      c.synopsis += "\n       mpirun -n K attn-mpi embed … --batch FILE (the lines shared among the ranks)";
+      c.synopsis +=
+          "\n       mpirun -n K attn-mpi embed … --batch FILE (the lines shared among the ranks)";
       c.add = add_shared_embed_command;
     }
   }

@@ -7,7 +7,10 @@
 namespace attn::dist {
 
 block_merge::block_merge(int64_t B, int64_t H, int64_t rows, int64_t Dv)
-    : B_(B), H_(H), rows_(rows), Dv_(Dv),
+    : B_(B),
+      H_(H),
+      rows_(rows),
+      Dv_(Dv),
       o_(static_cast<size_t>(B * H * rows * Dv), 0.0),
       lse_(static_cast<size_t>(B * H * rows), -std::numeric_limits<double>::infinity()) {}
 

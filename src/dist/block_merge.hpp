@@ -1,6 +1,7 @@
 // Softmax over keys split in blocks: each block's attention output o_b is normalised over that
 // block alone and comes with its rows' log-sum-exp lse_b. The whole row is then
-//   o = Σ_b e^{lse_b − m} o_b / Σ_b e^{lse_b − m},  lse = m + log Σ_b e^{lse_b − m},  m = max_b lse_b
+//   o = Σ_b e^{lse_b − m} o_b / Σ_b e^{lse_b − m},  lse = m + log Σ_b e^{lse_b − m},  m = max_b
+//   lse_b
 // folded in one block at a time. A block whose row is fully masked has lse_b = −inf and adds
 // nothing; a row no block sees stays 0 with lse −inf, as the one-process kernel gives it.
 #pragma once

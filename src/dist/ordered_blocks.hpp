@@ -15,7 +15,7 @@ namespace attn::dist {
 
 struct block_message {
   enum class kind { records, end, failed } what = kind::records;
-  std::string bytes;            // records: the block's records, in order
+  std::string bytes;             // records: the block's records, in order
   std::optional<error> failure;  // failed: the error, as rank 0 will report it
 };
 
