@@ -27,7 +27,7 @@ def corpus(lines):
     return text.replace("river bank", "river bank\r", 1)
 
 
-@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("ranks", [1, 2, 3])
 @pytest.mark.parametrize("lines", [5, 161])
 @pytest.mark.parametrize("fmt", ["json", "csv", "text"])
 def test_shared_batch_equals_one_process_byte_for_byte(tmp_path, ranks, lines, fmt):

@@ -153,3 +153,9 @@ def test_bad_flag_is_a_usage_error_printed_once(tmp_path):
     r = attn_mpi(2, "sdpa", *write_inputs(tmp_path, 16), "--attn-mask", "m.npy", "-o", tmp_path / "o.npy")
     assert r.code == 1, r.err
     one_error_line(r)
+
+
+def test_bench_with_more_ranks_than_rows_is_a_usage_error():
+    r = attn_mpi(3, "bench", "1,5,1,8")
+    assert r.code == 1, r.err
+    assert "3 ranks need N of at least 6" in one_error_line(r)
