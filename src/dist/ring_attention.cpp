@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include "attn/error.hpp"
@@ -111,6 +113,16 @@ tensor ring_sdpa(const tensor& q_local, const tensor& k_local, const tensor& v_l
       MPI_Isend(current.data(), message_count(block_floats(origin)), MPI_FLOAT, right, step,
                 MPI_COMM_WORLD, &requests[pending++]);
     }
+    // OpenMPI moves a message only inside an MPI call, so a block posted and then waited for
+    // after the kernel would move after it. A helper thread polls the transfer meanwhile,
+    // sleeping between polls so that it takes next to no time from the kernel's threads.
+    std::future<void> transfer;
+    if (pending > 0 && serialized_threads)
+      transfer = std::async(std::launch::async, [&requests, pending] {
+        int done = 0;
+        while (MPI_Testall(pending, requests, &done, MPI_STATUSES_IGNORE), !done)
+          std::this_thread::sleep_for(std::chrono::microseconds(100));
+      });
     const double t0 = now();
     const int64_t rows = keys.local_rows(origin);
     const tensor k = tensor::view(current.data(), {B, Hkv, rows, D});
@@ -125,7 +137,10 @@ tensor ring_sdpa(const tensor& q_local, const tensor& k_local, const tensor& v_l
       merge_s += now() - m0;
     }
     const double t1 = now();
-    MPI_Waitall(pending, requests, MPI_STATUSES_IGNORE);
+    if (transfer.valid())
+      transfer.get();
+    else
+      MPI_Waitall(pending, requests, MPI_STATUSES_IGNORE);
     compute_s += t1 - t0;
     wait_s += now() - t1;
     std::swap(current, next);

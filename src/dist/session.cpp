@@ -7,10 +7,14 @@
 
 namespace attn::dist {
 
+bool serialized_threads = false;
+
 session::session(int& argc, char**& argv) {
-  // FUNNELED: OpenMP threads compute, only the main thread calls MPI.
+  // SERIALIZED: OpenMP threads compute; MPI is called by one thread at a time, the main thread
+  // or, during a ring step, the helper that drives the transfer (ring_attention.cpp).
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  serialized_threads = provided >= MPI_THREAD_SERIALIZED;
 }
 
 session::~session() { MPI_Finalize(); }

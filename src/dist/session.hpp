@@ -13,6 +13,9 @@ class session {
   session& operator=(const session&) = delete;
 };
 
+// Whether MPI lets a thread other than the main one make MPI calls (one thread at a time).
+extern bool serialized_threads;
+
 int rank();   // this process's place in the world, 0 … ranks() − 1
 int ranks();  // how many processes share the work
 
