@@ -21,6 +21,7 @@ struct embed_args {
   std::string vectors_path, model_path, scale = "sqrt", format, output = "-", batch;
   bool strict = false;
   std::vector<std::string> text;
+  batch_loop loop;  // empty: the one-process loop
 };
 
 // --format when given; otherwise from the extension of -o (.json/.jsonl/.ndjson, .csv, .npy),
@@ -54,7 +55,8 @@ std::string single_output(const std::string& format, const embed_args& args, con
 void run_model(const embed_args& args, const std::string& format) {
   const text_model model = text_model::load(args.model_path);
   if (!args.batch.empty()) {
-    run_model_embed_batch(args.batch, args.output, format, model, args.model_path, args.strict);
+    run_model_embed_batch(args.batch, args.output, format, model, args.model_path, args.strict,
+                          args.loop);
     return;
   }
   const contextual_embedding e = model.embed(read_text(args.text));
@@ -89,7 +91,7 @@ void run(const embed_args& args) {
   embed_options options{scale_spec::parse(args.scale), args.strict};
   const vectors vocab = load_vectors(args.vectors_path);
   if (!args.batch.empty()) {
-    run_embed_batch(args.batch, args.output, format, vocab, options);
+    run_embed_batch(args.batch, args.output, format, vocab, options, args.loop);
     return;
   }
 
@@ -102,8 +104,11 @@ void run(const embed_args& args) {
 
 }  // namespace
 
-void add_embed_command(CLI::App& app) {
+void add_embed_command(CLI::App& app) { add_embed_command(app, {}); }
+
+void add_embed_command(CLI::App& app, const batch_loop& loop) {
   auto args = std::make_shared<embed_args>();
+  args->loop = loop;
   CLI::App* sub = app.add_subcommand(
       "embed", "Contextual embeddings of TEXT by basic self-attention over static word vectors, "
                "or by a trained model (--model)");

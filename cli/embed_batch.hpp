@@ -13,17 +13,28 @@
 
 #include "attn/embed.hpp"
 #include "attn/text_model.hpp"
+#include "batch_records.hpp"
+
+namespace CLI {
+class App;
+}
 
 namespace attn::cli {
 
 // input: a path, or "-" for standard input; output: a path (written atomically) or "-".
+// loop: who reads the lines and writes the records; empty for one process streaming them.
 void run_embed_batch(const std::string& input, const std::string& output, const std::string& format,
-                     const vectors& vocab, const embed_options& options);
+                     const vectors& vocab, const embed_options& options,
+                     const batch_loop& loop = {});
 
 // The same with a trained model's contextual embeddings (attn embed --model); model_path names
 // the model in the records and messages.
 void run_model_embed_batch(const std::string& input, const std::string& output,
                            const std::string& format, const text_model& model,
-                           const std::string& model_path, bool strict);
+                           const std::string& model_path, bool strict,
+                           const batch_loop& loop = {});
+
+// attn embed with `loop` running its --batch runs (attn-mpi's shares the lines among ranks).
+void add_embed_command(CLI::App& app, const batch_loop& loop);
 
 }  // namespace attn::cli

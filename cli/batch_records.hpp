@@ -1,0 +1,93 @@
+// What a --batch run of attn embed makes of each input line, apart from the loop that reads the
+// lines and writes the records: the plain attn streams them in one process (embed_batch.cpp),
+// attn-mpi shares the lines among its ranks (cli/mpi/embed_shared.cpp).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "attn/error.hpp"
+#include "attn/tokenizer.hpp"
+#include "cli_common.hpp"
+#include "progress.hpp"
+
+namespace attn::cli {
+
+// Lines named one by one in warnings; beyond that only their count, so that a large file with
+// many unknown words does not bury the terminal.
+inline constexpr int64_t max_line_warnings = 10;
+
+// How messages name an unknown token: the vectors' words, or the model's.
+struct unknown_terms {
+  std::string strict_reason;  // "not in the vectors of PATH"
+  std::string left_out;       // a line with some known tokens
+  std::string none_known;     // a line with none: an empty record
+};
+
+// The tokens of each line that the vectors (or the model) do not know. With strict the first
+// one is an input error naming the line (the data is at fault, not the command line).
+class unknown_tokens {
+ public:
+  unknown_tokens(std::string source, unknown_terms terms, bool strict, progress_bar& bar)
+      : source_(std::move(source)), terms_(std::move(terms)), strict_(strict), bar_(bar) {}
+
+  // Fills unknown; returns whether any token of the line is known (else: an empty record).
+  bool any_known(const std::string& text, int64_t line,
+                 const std::function<bool(const std::string&)>& known,
+                 std::vector<std::string>& unknown) {
+    bool any = false;
+    for (const std::string& token : tokenize(text)) {
+      if (known(token))
+        any = true;
+      else
+        unknown.push_back(token);
+    }
+    if (strict_ && !unknown.empty())
+      throw_input(source_,
+                  fmt::format("unknown token '{}' ({}); drop --strict to leave unknown tokens out",
+                              unknown.front(), terms_.strict_reason),
+                  fmt::format("line {}", line));
+    if (!unknown.empty() && ++warned_lines_ <= max_line_warnings) {
+      bar_.clear();
+      warn(fmt::format("{}: line {}: {}: {}", source_, line,
+                       any ? terms_.left_out : terms_.none_known, fmt::join(unknown, " ")));
+    }
+    return any;
+  }
+
+  // The count of lines not named one by one.
+  void finish() const {
+    if (warned_lines_ > max_line_warnings)
+      warn(fmt::format("{}: {} more lines had tokens left out", source_,
+                       warned_lines_ - max_line_warnings));
+  }
+
+ private:
+  std::string source_;
+  unknown_terms terms_;
+  bool strict_;
+  progress_bar& bar_;
+  int64_t warned_lines_ = 0;
+};
+
+using make_record =
+    std::function<std::string(const std::string& text, int64_t line, unknown_tokens& unknown)>;
+
+// One batch run: the output's header (CSV's), how unknown tokens are named, and the record of
+// each line (1-based), which also warns about or (strict) refuses its unknown tokens.
+struct batch_plan {
+  std::string header;
+  unknown_terms terms;
+  bool strict = false;
+  make_record make;
+};
+
+// A loop that reads `input`'s lines and writes the plan's records to `output`, in input order.
+using batch_loop = std::function<void(const std::string& input, const std::string& output,
+                                      const batch_plan& plan)>;
+
+}  // namespace attn::cli

@@ -1,0 +1,64 @@
+// attn-mpi: the attn command line on MPI. sdpa and bench run ring attention across the ranks
+// (src/dist/), embed --batch shares its lines among them; the other subcommands are the plain
+// attn's and run on rank 0 alone. Without
+// mpirun it is one rank. Errors of the shared subcommands are agreed by all ranks, so rank 0
+// alone prints them: one line, whatever the number of ranks.
+#include <algorithm>
+#include <string>
+
+#include "app.hpp"
+#include "dist/session.hpp"
+#include "embed_batch.hpp"
+#include "embed_shared.hpp"
+#include "mpi_commands.hpp"
+
+namespace {
+
+void add_shared_embed_command(CLI::App& app) {
+  attn::cli::add_embed_command(app, attn::cli::shared_batch_loop);
+}
+
+// The shared subcommands, in place of the plain ones of the same name.
+std::vector<attn::cli::subcommand> mpi_subcommands() {
+  std::vector<attn::cli::subcommand> commands = attn::cli::standard_subcommands();
+  for (attn::cli::subcommand& c : commands) {
+    if (c.name == "sdpa") {
+      c.synopsis =
+          "mpirun -n K attn-mpi sdpa --query Q.npy --key K.npy --value V.npy [--causal] "
+          "[--scale S] -o OUT.npy";
+      c.add = attn::cli::add_ring_sdpa_command;
+    } else if (c.name == "bench") {
+      c.synopsis = "mpirun -n K attn-mpi bench [--causal] [--reps R] [--json] B,N,H,D …";
+      c.add = attn::cli::add_ring_bench_command;
+    } else if (c.name == "embed") {
+      c.synopsis +=
+          "\n       mpirun -n K attn-mpi embed … --batch FILE (the lines shared among the ranks)";
+      c.add = add_shared_embed_command;
+    }
+  }
+  return commands;
+}
+
+// sdpa, bench and embed --batch; a single text's embed runs on rank 0 like the rest.
+bool shared_across_ranks(int argc, char** argv) {
+  if (argc < 2) return false;
+  const std::string command = argv[1];
+  if (command == "sdpa" || command == "bench") return true;
+  if (command != "embed") return false;
+  for (int i = 2; i < argc; ++i)
+    if (std::string(argv[i]).starts_with("--batch")) return true;
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  attn::dist::session world(argc, argv);
+  const bool shared = shared_across_ranks(argc, argv);
+  if (!shared && attn::dist::rank() != 0) return 0;
+  return attn::cli::run_app("attn-mpi",
+                            "attn-mpi: attn on MPI. sdpa and bench run ring attention over the "
+                            "ranks (mpirun -n K), embed --batch shares its lines among them; the "
+                            "other subcommands run on rank 0.",
+                            mpi_subcommands(), argc, argv, attn::dist::rank() == 0);
+}
