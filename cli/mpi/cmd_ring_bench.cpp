@@ -16,6 +16,7 @@
 
 #include "attn/error.hpp"
 #include "attn/sdpa.hpp"
+#include "bench_shape.hpp"
 #include "dist/ring_attention.hpp"
 #include "dist/session.hpp"
 #include "mpi_commands.hpp"
@@ -29,31 +30,6 @@ struct ring_bench_args {
   bool causal = false, json = false;
   int reps = 7;
 };
-
-struct bench_shape {
-  int64_t B, N, H, D;
-};
-
-bench_shape parse_shape(const std::string& text) {
-  int64_t f[4] = {0, 0, 0, 0};
-  size_t pos = 0;
-  for (int i = 0; i < 4; ++i) {
-    const size_t end = i < 3 ? text.find(',', pos) : text.size();
-    const std::string field = end == std::string::npos ? "" : text.substr(pos, end - pos);
-    size_t used = 0;
-    long long value = 0;
-    try {
-      value = std::stoll(field, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (field.empty() || used != field.size() || value <= 0 || value > (1 << 24))
-      throw_usage(fmt::format("shape '{}': expected B,N,H,D with four positive integers", text));
-    f[i] = value;
-    pos = end + 1;
-  }
-  return {f[0], f[1], f[2], f[3]};
-}
 
 tensor random_tensor(const shape_t& shape, std::mt19937& rng) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);

@@ -67,6 +67,10 @@ std::vector<isa> bf16_isas() {
 }
 
 float keep(float x) { return x; }
+
+bool same_bits(const tensor& a, const tensor& b) {
+  return std::memcmp(a.data(), b.data(), a.values().size() * sizeof(float)) == 0;
+}
 float bf16(float x) { return attn::bf16_to_float(attn::float_to_bf16(x)); }
 
 struct call {
@@ -322,14 +326,11 @@ TEST(sdpa_backward_fused, fully_masked_rows_give_exact_zero_gradients) {
   }
 }
 
-TEST(sdpa_backward_fused, same_bits_every_run_and_every_thread_count) {
-  std::mt19937 rng(20);
-  const tensor q = random_tensor({1, 4, 300, 64}, rng), k = random_tensor({1, 2, 333, 64}, rng);
-  const tensor v = random_tensor({1, 2, 333, 64}, rng), g = random_tensor({1, 4, 300, 64}, rng);
-  attn::sdpa_options o;
-  o.causal = true;
-  tensor lse;
-  const tensor out = attn::sdpa_forward(q, k, v, o, lse);
+// The fused backward through attn::sdpa_backward with these options: the same bits twice, and
+// for 1 and 3 threads; returns the gradients.
+attn::sdpa_gradients expect_same_bits_every_run_and_thread_count(const tensor& q, const tensor& k, const tensor& v,
+                                                                 const tensor& out, const tensor& lse, const tensor& g,
+                                                                 const attn::sdpa_options& o) {
   const int threads = omp_get_max_threads();
   const attn::sdpa_gradients first = attn::sdpa_backward(q, k, v, out, lse, g, o);
   const attn::sdpa_gradients again = attn::sdpa_backward(q, k, v, out, lse, g, o);
@@ -338,14 +339,23 @@ TEST(sdpa_backward_fused, same_bits_every_run_and_every_thread_count) {
   omp_set_num_threads(3);
   const attn::sdpa_gradients three = attn::sdpa_backward(q, k, v, out, lse, g, o);
   omp_set_num_threads(threads);
-  const auto same = [](const tensor& a, const tensor& b) {
-    return std::memcmp(a.data(), b.data(), a.values().size() * sizeof(float)) == 0;
-  };
   for (const attn::sdpa_gradients* other : {&again, &one, &three}) {
-    EXPECT_TRUE(same(first.dq, other->dq));
-    EXPECT_TRUE(same(first.dk, other->dk));
-    EXPECT_TRUE(same(first.dv, other->dv));
+    EXPECT_TRUE(same_bits(first.dq, other->dq));
+    EXPECT_TRUE(same_bits(first.dk, other->dk));
+    EXPECT_TRUE(same_bits(first.dv, other->dv));
   }
+  return first;
+}
+
+TEST(sdpa_backward_fused, same_bits_every_run_and_every_thread_count) {
+  std::mt19937 rng(20);
+  const tensor q = random_tensor({1, 4, 300, 64}, rng), k = random_tensor({1, 2, 333, 64}, rng);
+  const tensor v = random_tensor({1, 2, 333, 64}, rng), g = random_tensor({1, 4, 300, 64}, rng);
+  attn::sdpa_options o;
+  o.causal = true;
+  tensor lse;
+  const tensor out = attn::sdpa_forward(q, k, v, o, lse);
+  expect_same_bits_every_run_and_thread_count(q, k, v, out, lse, g, o);
 }
 
 TEST(sdpa_backward_fused, entry_points_agree_with_the_reference) {
@@ -431,30 +441,15 @@ TEST(sdpa_backward_bf16, entry_points_same_bits_every_run_and_every_thread_count
   tensor lse;
   const tensor out = attn::sdpa_forward(q, k, v, o, lse);
   // The training forward is the bf16 forward, and its lse is the reference's on rounded inputs.
-  EXPECT_EQ(std::memcmp(out.data(), attn::sdpa(q, k, v, o).data(), out.values().size() * sizeof(float)), 0);
+  EXPECT_TRUE(same_bits(out, attn::sdpa(q, k, v, o)));
   tensor ref_lse;
   attn::ref::sdpa_forward(q, k, v, o, ref_lse);
   for (size_t i = 0; i < lse.values().size(); ++i) EXPECT_NEAR(lse.values()[i], ref_lse.values()[i], 0.05);
-  const int threads = omp_get_max_threads();
-  const attn::sdpa_gradients first = attn::sdpa_backward(q, k, v, out, lse, g, o);
-  const attn::sdpa_gradients again = attn::sdpa_backward(q, k, v, out, lse, g, o);
-  omp_set_num_threads(1);
-  const attn::sdpa_gradients one = attn::sdpa_backward(q, k, v, out, lse, g, o);
-  omp_set_num_threads(3);
-  const attn::sdpa_gradients three = attn::sdpa_backward(q, k, v, out, lse, g, o);
-  omp_set_num_threads(threads);
-  const auto same = [](const tensor& a, const tensor& b) {
-    return std::memcmp(a.data(), b.data(), a.values().size() * sizeof(float)) == 0;
-  };
-  for (const attn::sdpa_gradients* other : {&again, &one, &three}) {
-    EXPECT_TRUE(same(first.dq, other->dq));
-    EXPECT_TRUE(same(first.dk, other->dk));
-    EXPECT_TRUE(same(first.dv, other->dv));
-  }
+  const attn::sdpa_gradients first = expect_same_bits_every_run_and_thread_count(q, k, v, out, lse, g, o);
   // Not the float32 gradients: the dtype reached the kernel.
   o.dtype = attn::sdpa_dtype::float32;
   const tensor out32 = attn::sdpa_forward(q, k, v, o, lse);
-  EXPECT_FALSE(same(first.dq, attn::sdpa_backward(q, k, v, out32, lse, g, o).dq));
+  EXPECT_FALSE(same_bits(first.dq, attn::sdpa_backward(q, k, v, out32, lse, g, o).dq));
 }
 
 }  // namespace
