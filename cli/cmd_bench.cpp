@@ -19,7 +19,7 @@
 #include "attn/multihead_attention.hpp"
 #include "attn/sdpa.hpp"
 #include "attn/sdpa_backward.hpp"
-#include "bench_shape.hpp"
+#include "bench_inputs.hpp"
 #include "cli_common.hpp"
 
 namespace attn::cli {
@@ -32,14 +32,6 @@ struct bench_args {
   int threads = 0, reps = 7;
   std::string kernel = "fused", dtype = "float32";
 };
-
-tensor random_tensor(const shape_t& shape, std::mt19937& rng, float range = 1.0f) {
-  // Uniform in [-range, range): never zeros, which some kernels would race through.
-  std::uniform_real_distribution<float> dist(-range, range);
-  tensor t(shape);
-  for (float& x : t.values()) x = dist(rng);
-  return t;
-}
 
 double median(std::vector<double> xs) {
   std::sort(xs.begin(), xs.end());

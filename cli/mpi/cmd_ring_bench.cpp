@@ -16,7 +16,7 @@
 
 #include "attn/error.hpp"
 #include "attn/sdpa.hpp"
-#include "bench_shape.hpp"
+#include "bench_inputs.hpp"
 #include "dist/ring_attention.hpp"
 #include "dist/session.hpp"
 #include "mpi_commands.hpp"
@@ -30,13 +30,6 @@ struct ring_bench_args {
   bool causal = false, json = false;
   int reps = 7;
 };
-
-tensor random_tensor(const shape_t& shape, std::mt19937& rng) {
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  tensor t(shape);
-  for (float& x : t.values()) x = dist(rng);
-  return t;
-}
 
 double median(std::vector<double> xs) {
   std::sort(xs.begin(), xs.end());

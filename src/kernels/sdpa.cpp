@@ -7,6 +7,7 @@
 
 #include "kernels/flash_problem.hpp"
 #include "kernels/isa.hpp"
+#include "kernels/sdpa_problem.hpp"
 
 namespace attn {
 
@@ -25,33 +26,14 @@ tensor sdpa(const tensor& q, const tensor& k, const tensor& v, const sdpa_option
     return ref::sdpa(q, k, v, options, weights_out);
   check_sdpa_shapes(q, k, v, options.attn_mask);
 
-  // The kernels read rows of Q, K and V in place; only a non-unit last stride needs a copy.
-  const auto rows_contiguous = [](const tensor& t) {
-    return t.dim(3) <= 1 || t.strides()[3] == 1 ? t : t.contiguous();
-  };
-  const tensor qc = rows_contiguous(q), kc = rows_contiguous(k), vc = rows_contiguous(v);
-  kernels::flash_problem p;
-  p.B = q.dim(0), p.H = q.dim(1), p.L = q.dim(2), p.D = q.dim(3);
-  p.Hkv = k.dim(1), p.S = k.dim(2), p.Dv = v.dim(3);
-  p.q = qc.data(), p.k = kc.data(), p.v = vc.data();
-  for (int i = 0; i < 3; ++i) {
-    p.qs[i] = qc.strides()[i];
-    p.ks[i] = kc.strides()[i];
-    p.vs[i] = vc.strides()[i];
-  }
+  const tensor qc = kernels::rows_contiguous(q), kc = kernels::rows_contiguous(k),
+               vc = kernels::rows_contiguous(v);
+  kernels::flash_problem p = kernels::describe_problem(qc, kc, vc, options);
   tensor out({p.B, p.H, p.L, p.Dv});
   tensor weights;
   if (weights_out != nullptr) weights = tensor({p.B, p.H, p.L, p.S});
   p.out = out.data();
   p.weights = weights_out != nullptr ? weights.data() : nullptr;
-  if (const tensor* m = options.attn_mask) {
-    p.mask = m->data();
-    // A broadcast dimension reads with stride 0, so one index formula serves every mask shape.
-    for (int i = 1; i <= m->rank(); ++i)
-      if (m->dim(-i) != 1) p.ms[4 - i] = m->strides()[static_cast<size_t>(m->rank() - i)];
-  }
-  p.causal = options.causal;
-  p.scale = static_cast<float>(options.scale.resolve(p.D));
 
 #if defined(__x86_64__) || defined(__i386__)
   if (options.dtype == sdpa_dtype::bf16) kernels::flash_forward_bf16(p);

@@ -6,41 +6,15 @@
 #include "kernels/flash_backward_problem.hpp"
 #include "kernels/isa.hpp"
 #include "kernels/sdpa_backward_checks.hpp"
+#include "kernels/sdpa_problem.hpp"
 
 namespace attn {
 
 namespace {
 
+using kernels::describe_problem;
 using kernels::isa;
-
-// The kernels read rows in place; only a non-unit last stride needs a copy.
-tensor rows_contiguous(const tensor& t) {
-  return t.dim(-1) <= 1 || t.strides().back() == 1 ? t : t.contiguous();
-}
-
-// The inputs part of a fused problem (q, k, v, mask, causal, scale); qc, kc, vc have
-// contiguous rows and must outlive the problem.
-kernels::flash_problem describe(const tensor& qc, const tensor& kc, const tensor& vc,
-                                const sdpa_options& options) {
-  kernels::flash_problem p;
-  p.B = qc.dim(0), p.H = qc.dim(1), p.L = qc.dim(2), p.D = qc.dim(3);
-  p.Hkv = kc.dim(1), p.S = kc.dim(2), p.Dv = vc.dim(3);
-  p.q = qc.data(), p.k = kc.data(), p.v = vc.data();
-  for (int i = 0; i < 3; ++i) {
-    p.qs[i] = qc.strides()[static_cast<size_t>(i)];
-    p.ks[i] = kc.strides()[static_cast<size_t>(i)];
-    p.vs[i] = vc.strides()[static_cast<size_t>(i)];
-  }
-  if (const tensor* m = options.attn_mask) {
-    p.mask = m->data();
-    // A broadcast dimension reads with stride 0, so one index formula serves every mask shape.
-    for (int i = 1; i <= m->rank(); ++i)
-      if (m->dim(-i) != 1) p.ms[4 - i] = m->strides()[static_cast<size_t>(m->rank() - i)];
-  }
-  p.causal = options.causal;
-  p.scale = static_cast<float>(options.scale.resolve(p.D));
-  return p;
-}
+using kernels::rows_contiguous;
 
 bool use_reference(const sdpa_options& options) {
   if (options.kernel == sdpa_kernel::reference) return true;
@@ -56,7 +30,7 @@ tensor sdpa_forward(const tensor& q, const tensor& k, const tensor& v, const sdp
   if (use_reference(options)) return ref::sdpa_forward(q, k, v, options, lse);
   check_sdpa_shapes(q, k, v, options.attn_mask);
   const tensor qc = rows_contiguous(q), kc = rows_contiguous(k), vc = rows_contiguous(v);
-  kernels::flash_problem p = describe(qc, kc, vc, options);
+  kernels::flash_problem p = describe_problem(qc, kc, vc, options);
   tensor out({p.B, p.H, p.L, p.Dv}), row_lse({p.B, p.H, p.L});
   p.out = out.data();
   p.lse = row_lse.data();
@@ -83,7 +57,7 @@ sdpa_gradients sdpa_backward(const tensor& q, const tensor& k, const tensor& v, 
   const tensor qc = rows_contiguous(q), kc = rows_contiguous(k), vc = rows_contiguous(v);
   const tensor oc = rows_contiguous(o), gc = rows_contiguous(grad_o), lc = lse.contiguous();
   kernels::flash_backward_problem p;
-  p.f = describe(qc, kc, vc, options);
+  p.f = describe_problem(qc, kc, vc, options);
   p.o = oc.data(), p.grad_o = gc.data(), p.lse = lc.data();
   for (int i = 0; i < 3; ++i) {
     p.os[i] = oc.strides()[static_cast<size_t>(i)];

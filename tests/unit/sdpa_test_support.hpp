@@ -17,6 +17,7 @@
 #include "attn/mask.hpp"
 #include "attn/tensor.hpp"
 #include "kernels/flash_problem.hpp"
+#include "kernels/sdpa_problem.hpp"
 
 namespace sdpa_test {
 
@@ -156,26 +157,15 @@ struct fused_result {
   bool guards_ok = false;
 };
 
-// A kernel's view of q, k, v (and mask): shapes, pointers and strides, as attn::sdpa fills it.
+// A kernel's view of q, k, v (and mask): shapes, pointers and strides, as attn::sdpa fills it
+// (the same function); the scale exactly this float.
 inline flash_problem problem_of(const tensor& q, const tensor& k, const tensor& v, const tensor* mask,
                                 bool causal, float scale) {
-  flash_problem p;
-  p.B = q.dim(0), p.H = q.dim(1), p.L = q.dim(2), p.D = q.dim(3);
-  p.Hkv = k.dim(1), p.S = k.dim(2), p.Dv = v.dim(3);
-  p.q = q.data(), p.k = k.data(), p.v = v.data();
-  for (int i = 0; i < 3; ++i) {
-    p.qs[i] = q.strides()[i];
-    p.ks[i] = k.strides()[i];
-    p.vs[i] = v.strides()[i];
-  }
-  if (mask != nullptr) {
-    p.mask = mask->data();
-    for (int i = 1; i <= mask->rank(); ++i)
-      if (mask->dim(-i) != 1) p.ms[4 - i] = mask->strides()[mask->rank() - i];
-  }
-  p.causal = causal;
-  p.scale = scale;
-  return p;
+  attn::sdpa_options options;
+  options.attn_mask = mask;
+  options.causal = causal;
+  options.scale = {attn::scale_spec::mode::value, scale};
+  return attn::kernels::describe_problem(q, k, v, options);
 }
 
 inline fused_result run_fused(const isa& kernel, const call& c, bool want_weights) {

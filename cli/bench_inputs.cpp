@@ -1,5 +1,5 @@
-// Parsing a bench shape B,N,H,D (bench_shape.hpp).
-#include "bench_shape.hpp"
+// bench_inputs.hpp: a bench shape parsed, random inputs.
+#include "bench_inputs.hpp"
 
 #include <fmt/format.h>
 
@@ -29,6 +29,13 @@ bench_shape parse_shape(const std::string& text) {
     pos = end + 1;
   }
   return s;
+}
+
+tensor random_tensor(const shape_t& shape, std::mt19937& rng, float range) {
+  std::uniform_real_distribution<float> dist(-range, range);
+  tensor t(shape);
+  for (float& x : t.values()) x = dist(rng);
+  return t;
 }
 
 }  // namespace attn::cli
