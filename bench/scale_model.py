@@ -25,6 +25,11 @@ def main():
     p.add_argument("--head-size", type=int, default=64)
     p.add_argument("--tokens", type=int, default=1 << 20, help="N for the strong-scaling table")
     p.add_argument("--causal", action="store_true", help="half the work per step, same transfer")
+    p.add_argument("--train-line-ms", type=float, default=0.0,
+                   help="training: one core's gradient time per line (0: no training table)")
+    p.add_argument("--train-lines", type=int, default=16, help="training: lines per rank and step")
+    p.add_argument("--shard-kb", type=float, default=249.0, help="training: bytes of one shard, KB")
+    p.add_argument("--sum-us", type=float, default=13.0, help="training: µs to add one shard")
     a = p.parse_args()
     F, bw, lat = a.gflops * 1e9 * a.cores, a.gbit * 1e9 / 8, a.latency_us * 1e-6
     merge = a.merge_ns * 1e-9 / a.cores
@@ -65,6 +70,33 @@ def main():
         total = K * max(t_c, t_x)
         print(f"{K:>6} {K * n:>13.0f} {t_c:>12.2f}s {t_x * 1e3:>12.2f}ms {total / 3600:>10.2f}h")
         K *= 4
+    print()
+    if a.train_line_ms > 0:
+        train_model(a, bw, lat)
+
+
+def train_model(a, bw, lat):
+    """Data-parallel training (attn-mpi train): every step each rank computes the gradients of its
+    --train-lines lines (on one core: --train-line-ms per line, divided by --cores), then every
+    rank receives every other rank's shard (an all-gather: the shards are summed in shard order,
+    so every rank needs all of them; K − 1 shards of --shard-kb each, with log2 K latencies) and
+    sums the K shards (--sum-us per shard)."""
+    import math
+    compute = a.train_lines * a.train_line_ms * 1e-3 / a.cores
+    shard = a.shard_kb * 1e3
+    one = a.train_line_ms * 1e-3 / a.cores  # one rank alone: seconds per line, no exchange
+    print(f"data-parallel training: {a.train_lines} lines per rank and step, {a.train_line_ms:g} ms per line "
+          f"on one core (× {a.cores} cores), shards of {a.shard_kb:g} KB, {a.sum_us:g} µs to add one")
+    print(f"{'K':>6} {'compute/step':>13} {'exchange/step':>14} {'sum/step':>9} {'lines/s':>10} {'speed-up':>9} {'efficiency':>11}")
+    K = 2
+    while K <= 1024:
+        exchange = math.ceil(math.log2(K)) * lat + (K - 1) * shard / bw
+        summing = K * a.sum_us * 1e-6
+        step = compute + exchange + summing
+        rate = K * a.train_lines / step
+        print(f"{K:>6} {compute * 1e3:>11.2f}ms {exchange * 1e3:>12.2f}ms {summing * 1e3:>7.2f}ms "
+              f"{rate:>10.0f} {rate * one:>9.1f} {rate * one / K:>10.0%}")
+        K *= 2
     print()
 
 

@@ -71,7 +71,7 @@ std::vector<subcommand> standard_subcommands() {
        "attn train --task next-word|classify|masked-word --data FILE [--valid FILE] [--vectors "
        "PATH | --learn-embeddings DIM] [--frozen-embeddings] [--min-count N] [--layers N] "
        "[--pool max|mean|mean+max|attention] [--dropout P] [--heads H] [--epochs N] "
-       "[--patience N] [--lr X] [--batch N] [--seed S] [--mask P] [--resume] -o MODEL.safetensors",
+       "[--patience N] [--lr X] [--batch N] [--shards N] [--seed S] [--mask P] [--resume] -o MODEL.safetensors",
        add_train_command},
       {"predict", "attn predict --model MODEL [--top K] TEXT", add_predict_command},
       {"eval", "attn eval --model MODEL --data FILE", add_eval_command},

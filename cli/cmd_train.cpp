@@ -13,6 +13,7 @@
 #include "attn/error.hpp"
 #include "attn/train.hpp"
 #include "cli_common.hpp"
+#include "train_command.hpp"
 #include "train_progress.hpp"
 
 namespace attn::cli {
@@ -27,6 +28,7 @@ struct train_args {
   int64_t patience = train_options{}.patience;
   std::string pool = pooling_name(train_options{}.pool);
   double dropout = train_options{}.dropout;
+  int64_t shards = 0;  // 0: one per process
   double lr = train_options{}.lr, weight_decay = 0.01, clip = 1.0, warmup = 0.05;
   uint64_t seed = 0;
   bool positions = false;
@@ -69,7 +71,7 @@ void report_data(const char* what, const data_summary& s) {
     warn(fmt::format("{}: {} lines left nothing to learn from, skipped", s.source, s.skipped_lines));
 }
 
-void run(const train_args& args) {
+void run(const train_args& args, const train_hooks& hooks) {
   train_options o;
   if (args.task != "next-word" && args.task != "classify" && args.task != "masked-word")
     throw_usage(fmt::format("--task '{}': expected next-word, classify or masked-word", args.task));
@@ -78,9 +80,16 @@ void run(const train_args& args) {
   const bool masked = o.task == text_task::masked_word;
   if (args.learn_embeddings > 0 && !args.vectors.empty())
     throw_usage("--vectors and --learn-embeddings exclude each other");
+  const gradient_exchange* exchange = hooks.exchange;
+  const int processes = exchange != nullptr ? exchange->processes : 1;
+  if (masked && processes > 1)
+    throw_usage("data-parallel training is for next-word and classify; train masked-word "
+                "models with attn (one process)");
   std::optional<vectors> word_vectors;
   if (args.learn_embeddings <= 0) {
-    word_vectors = load_vectors(args.vectors);
+    const auto load = [&] { word_vectors = load_vectors(args.vectors); };
+    if (exchange != nullptr) exchange->agreed(load);
+    else load();
     o.word_vectors = &*word_vectors;
   }
   o.data = args.data;
@@ -96,6 +105,9 @@ void run(const train_args& args) {
   o.feedforward = args.feedforward;
   o.pool = parse_pooling(args.pool);
   o.dropout = masked && !args.dropout_given ? masked_word_dropout : args.dropout;
+  o.shards = args.shards > 0 ? args.shards : processes;
+  if (o.shards % processes != 0)
+    throw_usage(fmt::format("--shards {} is not a multiple of the {} ranks", o.shards, processes));
   o.patience = args.patience;
   o.epochs = args.epochs;
   o.lr = args.lr;
@@ -119,9 +131,12 @@ void run(const train_args& args) {
 
   train_progress progress;
   train_callbacks callbacks;
-  callbacks.on_step = [&](const train_step_report& r) { progress.step(r); };
-  callbacks.on_epoch = [&](const train_epoch_report& r) { progress.epoch(r); };
+  if (hooks.speaks) {
+    callbacks.on_step = [&](const train_step_report& r) { progress.step(r); };
+    callbacks.on_epoch = [&](const train_epoch_report& r) { progress.epoch(r); };
+  }
   callbacks.stop = &interrupted;
+  callbacks.exchange = exchange;
   interrupted.store(false);
   auto previous = std::signal(SIGINT, on_interrupt);
   train_result result = train_text_model(o, callbacks);
@@ -139,6 +154,7 @@ void run(const train_args& args) {
     fmt::print(stderr, "interrupted: stopped before the end, {} not written\n", args.output);
     std::exit(130);
   }
+  if (!hooks.speaks) return;  // another rank of a data-parallel run: rank 0 reports and writes
   if (result.resumed_at > 0) fmt::print(stderr, "resumed from {} at step {}\n", o.checkpoint, result.resumed_at);
   report_data("trained on", result.train);
   if (result.left_out > 0)
@@ -187,7 +203,9 @@ void run(const train_args& args) {
 
 }  // namespace
 
-void add_train_command(CLI::App& app) {
+void add_train_command(CLI::App& app) { add_train_command(app, train_hooks{}); }
+
+void add_train_command(CLI::App& app, const train_hooks& hooks) {
   auto args = std::make_shared<train_args>();
   CLI::App* sub = app.add_subcommand(
       "train", "Train a text model: embeddings → self-attention → mean → MLP → next word or label");
@@ -236,6 +254,11 @@ void add_train_command(CLI::App& app) {
                   "attention (a learned query's weights)");
   sub->add_option("--dropout", args->dropout, "Dropout on the embeddings and the pooled vector (default 0.3)")
       ->check(CLI::Range(0.0, 0.95));
+  sub->add_option("--shards", args->shards,
+                  "Cut each batch into N shards, their gradients computed apart and summed in "
+                  "order (default 1; attn-mpi: one per rank); attn train --shards K writes the "
+                  "model of mpirun -n K attn-mpi train bit for bit")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--lr", args->lr, "Peak learning rate (default 0.001)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--batch", args->batch, "Lines per step (default 32)")
@@ -268,12 +291,12 @@ void add_train_command(CLI::App& app) {
                   "masked-word: stop after N steps in all, saving the checkpoint, as Ctrl-C does")
       ->check(CLI::PositiveNumber);
   sub->add_option("-o,--output", args->output, "Model file (.safetensors)")->required();
-  sub->callback([args, sub] {
+  sub->callback([args, sub, hooks] {
     args->layers_given = sub->get_option("--layers")->count() > 0;
     args->dropout_given = sub->get_option("--dropout")->count() > 0;
     args->finetune_given = sub->get_option("--finetune-embeddings")->count() > 0;
     args->positions_given = sub->get_option("--positions")->count() > 0;
-    run(*args);
+    run(*args, hooks);
   });
 }
 

@@ -1,6 +1,6 @@
 // attn-mpi: the attn command line on MPI. sdpa and bench run ring attention across the ranks
-// (src/dist/), embed --batch shares its lines among them; the other subcommands are the plain
-// attn's and run on rank 0 alone. Without
+// (src/dist/), embed --batch shares its lines among them, train is data-parallel; the other
+// subcommands are the plain attn's and run on rank 0 alone. Without
 // mpirun it is one rank. Errors of the shared subcommands are agreed by all ranks, so rank 0
 // alone prints them: one line, whatever the number of ranks.
 #include <algorithm>
@@ -30,6 +30,9 @@ std::vector<attn::cli::subcommand> mpi_subcommands() {
     } else if (c.name == "bench") {
       c.synopsis = "mpirun -n K attn-mpi bench [--causal] [--reps R] [--json] B,N,H,D …";
       c.add = attn::cli::add_ring_bench_command;
+    } else if (c.name == "train") {
+      c.synopsis += "\n       mpirun -n K attn-mpi train … (each rank computes its shards of every batch)";
+      c.add = attn::cli::add_shared_train_command;
     } else if (c.name == "embed") {
       c.synopsis +=
           "\n       mpirun -n K attn-mpi embed … --batch FILE (the lines shared among the ranks)";
@@ -39,11 +42,11 @@ std::vector<attn::cli::subcommand> mpi_subcommands() {
   return commands;
 }
 
-// sdpa, bench and embed --batch; a single text's embed runs on rank 0 like the rest.
+// sdpa, bench, train and embed --batch; a single text's embed runs on rank 0 like the rest.
 bool shared_across_ranks(int argc, char** argv) {
   if (argc < 2) return false;
   const std::string command = argv[1];
-  if (command == "sdpa" || command == "bench") return true;
+  if (command == "sdpa" || command == "bench" || command == "train") return true;
   if (command != "embed") return false;
   for (int i = 2; i < argc; ++i)
     if (std::string(argv[i]).starts_with("--batch")) return true;
@@ -58,7 +61,7 @@ int main(int argc, char** argv) {
   if (!shared && attn::dist::rank() != 0) return 0;
   return attn::cli::run_app("attn-mpi",
                             "attn-mpi: attn on MPI. sdpa and bench run ring attention over the "
-                            "ranks (mpirun -n K), embed --batch shares its lines among them; the "
-                            "other subcommands run on rank 0.",
+                            "ranks (mpirun -n K), embed --batch shares its lines among them, train "
+                            "is data-parallel; the other subcommands run on rank 0.",
                             mpi_subcommands(), argc, argv, attn::dist::rank() == 0);
 }

@@ -39,6 +39,11 @@ struct train_options {
   pooling pool = pooling::max;
   int64_t hidden = 0;  // MLP hidden width; 0: the attention width
   double dropout = 0.3;  // on the embeddings and the pooled vector
+  // Each step's batch is cut into this many shards, whose gradients are computed apart and
+  // summed in shard order (next-word and classify). 1: the plain batch gradient. A
+  // data-parallel run (train_callbacks::exchange) shares the shards among its processes, and
+  // gives the model of a one-process run with the same number of shards, bit for bit.
+  int64_t shards = 1;
   int64_t epochs = 0;  // an upper bound; 0: enough epochs for min_steps optimiser steps
   int64_t min_steps = 0;     // the automatic budget (see trainer.cpp for its default)
   int64_t patience = 3;      // stop after this many epochs without a better validation score
@@ -91,10 +96,23 @@ struct train_epoch_report {
   double seconds = 0, tokens_per_second = 0;
 };
 
+// The processes of a data-parallel run (attn-mpi train): each reads the data, computes the
+// gradients of its share of every batch's shards, and swaps them with the others, so that all
+// take the same steps.
+struct gradient_exchange {
+  int process = 0, processes = 1;
+  // Every process's bytes, concatenated in process order (each process passes its own).
+  std::function<std::vector<char>(const std::vector<char>&)> all_gather;
+  // Runs step on every process (reading its files); when it throws on any process, every
+  // process throws that error, so none waits for a swap that never comes.
+  std::function<void(const std::function<void()>&)> agreed;
+};
+
 struct train_callbacks {
   std::function<void(const train_step_report&)> on_step;
   std::function<void(const train_epoch_report&)> on_epoch;
   const std::atomic<bool>* stop = nullptr;  // set (from a signal handler, say) to stop early
+  const gradient_exchange* exchange = nullptr;  // data-parallel: the processes sharing the shards
 };
 
 struct train_result {

@@ -10,4 +10,8 @@ namespace attn::dist {
 
 void on_root(const std::function<void()>& step);
 
+// Runs step on every rank (each reading its own files); when it throws on any rank, every rank
+// throws the error of the lowest such rank.
+void on_every_rank(const std::function<void()>& step);
+
 }  // namespace attn::dist

@@ -17,6 +17,7 @@
 #include "train/rng.hpp"
 #include "train/text_model_impl.hpp"
 #include "train/masked_word_trainer.hpp"
+#include "train/sharded_step.hpp"
 #include "train/trainer_parts.hpp"
 
 namespace attn {
@@ -231,12 +232,19 @@ pooling parse_pooling(const std::string& name) {
 train_result train_text_model(const train_options& o, const train_callbacks& cb) {
   if (o.task == text_task::masked_word) return train::train_masked_word(o, cb);
   check_options(o);
-  std::vector<text_example> train_set = train::read_examples(o.data, o.task);
-  if (train_set.empty()) throw_input(o.data, "no training examples (every line is blank)");
+  if (o.shards < 1) throw_usage(fmt::format("--shards must be at least 1, got {}", o.shards));
+  const gradient_exchange* exchange = cb.exchange;
+  std::vector<text_example> train_set, valid_set;
+  // Each process reads the files itself; a process that cannot fails every process.
+  const auto read_files = [&] {
+    train_set = train::read_examples(o.data, o.task);
+    if (train_set.empty()) throw_input(o.data, "no training examples (every line is blank)");
+    if (!o.valid.empty()) valid_set = train::read_examples(o.valid, o.task);
+  };
+  if (exchange != nullptr) exchange->agreed(read_files);
+  else read_files();
   train_result result;
-  std::vector<text_example> valid_set;
   if (!o.valid.empty()) {
-    valid_set = train::read_examples(o.valid, o.task);
     result.valid.source = o.valid;
   } else {
     int64_t dropped = 0;
@@ -312,20 +320,18 @@ train_result train_text_model(const train_options& o, const train_callbacks& cb)
       for (size_t i = static_cast<size_t>(step) * n_batch;
            i < std::min(order.size(), static_cast<size_t>(step + 1) * n_batch); ++i)
         group.push_back(&train_data[order[i]]);
-      const nn::batch b = train::make_batch(group, o.task);
-      net.zero_grad();
       // A dropout seed from the run's stream (never 0, which means "evaluating").
       const uint64_t dropout_seed = c.dropout > 0 ? (random.next() | 1) : 0;
-      const float loss = net.forward(b, cache, dropout_seed);
-      net.backward(b, cache);
+      const train::step_totals totals =
+          train::sharded_gradients(net, group, o.task, o.shards, dropout_seed, exchange, cache);
       train::clip_gradients(params, o.clip);
       const double lr = train::learning_rate(done, total, warmup, o.lr);
       optimiser.step(lr);
       ++done;
-      loss_sum += static_cast<double>(loss) * static_cast<double>(b.rows.size());
-      rows_sum += static_cast<int64_t>(b.rows.size());
-      epoch_tokens += b.tokens();
-      all_tokens += b.tokens();
+      loss_sum += totals.loss_sum;
+      rows_sum += totals.rows;
+      epoch_tokens += totals.tokens;
+      all_tokens += totals.tokens;
       if (cb.on_step) {
         const double elapsed = seconds_since(start);
         train_step_report r{epoch, epochs, step + 1, steps,
@@ -334,7 +340,9 @@ train_result train_text_model(const train_options& o, const train_callbacks& cb)
                             elapsed / static_cast<double>(done) * static_cast<double>(total - done)};
         cb.on_step(r);
       }
-      if (cb.stop != nullptr && cb.stop->load()) {
+      // (A data-parallel run is stopped by ending its processes: they could not agree on
+      // the step a signal arrived in without a swap of their own.)
+      if (exchange == nullptr && cb.stop != nullptr && cb.stop->load()) {
         optimiser.flush();
         result.stopped = true;
         result.model = text_model(std::move(model));
