@@ -11,6 +11,7 @@
 
 #include "attn/error.hpp"
 #include "attn/mask.hpp"
+#include "attn/safetensors.hpp"
 
 namespace attn::cli {
 
@@ -80,6 +81,15 @@ tensor read_float_npy(const std::string& path, const std::string& what) {
   if (a.dtype != npy_dtype::f32)
     throw_input(path, fmt::format("{} must be float32, got bool", what));
   return a.values;
+}
+
+tensor read_float_tensor(const std::string& path, const std::string& what) {
+  if (!path.ends_with(".safetensors")) return read_float_npy(path, what);
+  safetensors_file file = read_safetensors(path);
+  if (file.tensors.size() != 1)
+    throw_input(path, fmt::format("{} must be the file's only tensor, found {}", what,
+                                  file.tensors.size()));
+  return std::move(file.tensors.begin()->second);
 }
 
 tensor read_mask_npy(const std::string& path, bool keep_when) {

@@ -30,6 +30,9 @@ inline void write_output(const std::string& path, const std::string& bytes) {
 
 // An .npy input as float32 (bool arrays are refused: `what` names the option).
 tensor read_float_npy(const std::string& path, const std::string& what);
+// The same from a .npy, or from a file named *.safetensors holding that one tensor: F32, or BF16
+// and F16 widened to float32 exactly (so bf16 data loses nothing on the way in).
+tensor read_float_tensor(const std::string& path, const std::string& what);
 // A mask .npy: float stays additive; bool becomes 0 / -inf with `keep_when` as the True meaning.
 tensor read_mask_npy(const std::string& path, bool keep_when);
 

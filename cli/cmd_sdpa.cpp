@@ -1,5 +1,6 @@
-// attn sdpa: scaled dot-product attention on .npy tensors, like PyTorch's
-// scaled_dot_product_attention (bool masks: True = takes part).
+// attn sdpa: scaled dot-product attention on .npy tensors (or one-tensor .safetensors files,
+// whose BF16 data comes in exactly), like PyTorch's scaled_dot_product_attention (bool masks:
+// True = takes part).
 #include <fmt/format.h>
 
 #include <memory>
@@ -29,9 +30,9 @@ void run(const sdpa_args& args) {
     throw_usage(fmt::format("--kernel '{}': expected fused or reference", args.kernel));
   options.kernel = args.kernel == "reference" ? sdpa_kernel::reference : sdpa_kernel::fused;
   options.dtype = parse_sdpa_dtype(args.dtype);
-  const tensor q = read_float_npy(args.query, "the query");
-  const tensor k = read_float_npy(args.key, "the key");
-  const tensor v = read_float_npy(args.value, "the value");
+  const tensor q = read_float_tensor(args.query, "the query");
+  const tensor k = read_float_tensor(args.key, "the key");
+  const tensor v = read_float_tensor(args.value, "the value");
   for (auto [t, path, name] : {std::tuple{&q, args.query, "the query"},
                                 std::tuple{&k, args.key, "the key"},
                                 std::tuple{&v, args.value, "the value"}})
@@ -55,7 +56,7 @@ void run(const sdpa_args& args) {
     throw_usage("--grad-output, --dq, --dk and --dv go together: give all four or none");
   std::optional<tensor> grad_o;
   if (backward) {
-    grad_o = read_float_npy(args.grad_output, "the output gradient");
+    grad_o = read_float_tensor(args.grad_output, "the output gradient");
     const shape_t want = {q.dim(0), q.dim(1), q.dim(2), v.dim(3)};
     if (grad_o->shape() != want)
       throw_input(args.grad_output,
@@ -83,9 +84,10 @@ void add_sdpa_command(CLI::App& app) {
   auto args = std::make_shared<sdpa_args>();
   CLI::App* sub = app.add_subcommand(
       "sdpa", "Scaled dot-product attention: softmax(Q·Kᵀ·scale + mask)·V on .npy tensors");
-  sub->add_option("--query", args->query, "Query .npy, float32 [B, H, L, D]")->required();
-  sub->add_option("--key", args->key, "Key .npy [B, Hkv, S, D] (Hkv divides H)")->required();
-  sub->add_option("--value", args->value, "Value .npy [B, Hkv, S, Dv]")->required();
+  sub->add_option("--query", args->query, "Query .npy, float32 [B, H, L, D], or a .safetensors file of that one tensor "
+                  "(F32, BF16 or F16)")->required();
+  sub->add_option("--key", args->key, "Key .npy or .safetensors [B, Hkv, S, D] (Hkv divides H)")->required();
+  sub->add_option("--value", args->value, "Value .npy or .safetensors [B, Hkv, S, Dv]")->required();
   sub->add_flag("--causal", args->causal, "Causal mask, top-left aligned (PyTorch's is_causal)");
   sub->add_option("--scale", args->scale, "Score scale: a number, sqrt (1/√D, default) or none");
   sub->add_option("--attn-mask", args->attn_mask,
@@ -100,7 +102,8 @@ void add_sdpa_command(CLI::App& app) {
   sub->add_option("--attn-weights-out", args->weights_output,
                   "Also write the attention weights [B, H, L, S]");
   sub->add_option("--grad-output", args->grad_output,
-                  "The backward: the loss's gradient with respect to the output, .npy [B, H, L, Dv]");
+                  "The backward: the loss's gradient with respect to the output, .npy or "
+                  ".safetensors [B, H, L, Dv]");
   sub->add_option("--dq", args->dq, "With --grad-output: write dL/dq [B, H, L, D]");
   sub->add_option("--dk", args->dk, "With --grad-output: write dL/dk [B, Hkv, S, D]");
   sub->add_option("--dv", args->dv, "With --grad-output: write dL/dv [B, Hkv, S, Dv]");

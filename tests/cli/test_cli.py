@@ -1,6 +1,7 @@
 """The attn CLI contract, end to end: outputs, formats and every error path."""
 import json
 import os
+import struct
 
 import numpy as np
 import pytest
@@ -286,6 +287,47 @@ def test_sdpa_input_errors(attn, tmp_path):
     truncated.write_bytes((tmp_path / "rank.npy").read_bytes()[:-5])
     r = attn("sdpa", "--query", truncated, "--key", q, "--value", q, "-o", out)
     assert r.code == 2 and str(truncated) in one_error_line(r)
+
+
+def write_bf16_safetensors(path, tensors):
+    """safetensors with BF16 data: each float32 value's top 16 bits (the values are chosen
+    bf16-exact, so nothing is rounded here)."""
+    header, blobs, offset = {}, [], 0
+    for name, a in sorted(tensors.items()):
+        bits = (np.ascontiguousarray(a, dtype="<f4").view("<u4") >> 16).astype("<u2")
+        blob = bits.tobytes()
+        header[name] = {"dtype": "BF16", "shape": list(a.shape), "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def test_sdpa_reads_bf16_safetensors_exactly(attn, tmp_path):
+    rng = np.random.default_rng(3)
+    arrays = {}
+    for name, shape in {"q": (1, 2, 7, 16), "k": (1, 2, 9, 16), "v": (1, 2, 9, 8)}.items():
+        a = rng.standard_normal(shape).astype(np.float32)
+        arrays[name] = (a.view(np.uint32) & 0xFFFF0000).view(np.float32)  # bf16-exact values
+        np.save(tmp_path / f"{name}.npy", arrays[name])
+        write_bf16_safetensors(tmp_path / f"{name}.safetensors", {name: arrays[name]})
+    for dtype in ("bf16", "float32"):
+        outs = []
+        for ext in ("npy", "safetensors"):
+            out = tmp_path / f"o_{dtype}_{ext}.npy"
+            r = attn("sdpa", "--dtype", dtype, "--query", tmp_path / f"q.{ext}", "--key",
+                     tmp_path / f"k.{ext}", "--value", tmp_path / f"v.{ext}", "-o", out)
+            assert r.code == 0, r.err
+            outs.append(out.read_bytes())
+        assert outs[0] == outs[1], dtype  # the bf16 file in is the same numbers as the .npy
+    two = tmp_path / "two.safetensors"
+    write_bf16_safetensors(two, {"q": arrays["q"], "extra": arrays["q"]})
+    out = tmp_path / "o.npy"
+    r = attn("sdpa", "--query", two, "--key", tmp_path / "k.npy", "--value", tmp_path / "v.npy",
+             "-o", out)
+    assert r.code == 2 and "the query must be the file's only tensor, found 2" in one_error_line(r)
+    assert not out.exists()
 
 
 def test_mha_input_errors(attn, tmp_path):
