@@ -14,7 +14,8 @@ namespace attn::dist {
 
 namespace {
 
-// An outcome as rank 0 sends it: a status, then the error's kind, file, problem and where.
+// An outcome as the rank that speaks for all sends it: a status, then the error's kind, file,
+// problem and where.
 enum class outcome : int { ok = 0, usage = 1, input = 2 };
 
 void broadcast_string(std::string& s, int root) {

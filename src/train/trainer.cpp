@@ -232,7 +232,6 @@ pooling parse_pooling(const std::string& name) {
 train_result train_text_model(const train_options& o, const train_callbacks& cb) {
   if (o.task == text_task::masked_word) return train::train_masked_word(o, cb);
   check_options(o);
-  if (o.shards < 1) throw_usage(fmt::format("--shards must be at least 1, got {}", o.shards));
   const gradient_exchange* exchange = cb.exchange;
   std::vector<text_example> train_set, valid_set;
   // Each process reads the files itself; a process that cannot fails every process.

@@ -38,6 +38,9 @@ void check_options(const train_options& o) {
   if (o.layers < 0) throw_usage(fmt::format("--layers must be 0 or more, got {}", o.layers));
   if (o.min_count < 0) throw_usage(fmt::format("--min-count must be 0 or more, got {}", o.min_count));
   if (o.patience < 1) throw_usage(fmt::format("--patience must be at least 1, got {}", o.patience));
+  if (o.shards < 1) throw_usage(fmt::format("--shards must be at least 1, got {}", o.shards));
+  if (o.shards > 1 && o.task == text_task::masked_word)
+    throw_usage("--shards is for next-word and classify (masked-word computes each batch in one pass)");
   if (!(o.dropout >= 0 && o.dropout < 1))
     throw_usage(fmt::format("--dropout must be in [0, 1), got {}", o.dropout));
   if ((o.word_vectors == nullptr) == (o.learn_embeddings <= 0))
