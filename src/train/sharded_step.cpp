@@ -19,6 +19,7 @@ class shard_writer {
   explicit shard_writer(std::vector<char>& out) : out_(out) {}
   template <class T>
   void put(const T* values, size_t n) {
+    if (n == 0) return;  // (memcpy must not see the null pointer of an empty vector)
     const size_t at = out_.size();
     out_.resize(at + n * sizeof(T));
     std::memcpy(out_.data() + at, values, n * sizeof(T));
@@ -99,7 +100,7 @@ step_totals add_shard(nn::network<float>& net, shard_reader& r) {
     if (p->sparse()) {
       const auto n = static_cast<size_t>(r.get<int64_t>());
       std::vector<int64_t> rows(n);
-      std::memcpy(rows.data(), r.take<int64_t>(n), n * sizeof(int64_t));
+      if (n > 0) std::memcpy(rows.data(), r.take<int64_t>(n), n * sizeof(int64_t));
       p->touch(rows);
       const auto width = static_cast<size_t>(p->row_width);
       for (int64_t row : rows)
