@@ -29,6 +29,7 @@ struct train_args {
   std::string pool = pooling_name(train_options{}.pool);
   double dropout = train_options{}.dropout;
   int64_t shards = 0;  // 0: one per process
+  int64_t window = train_options{}.window;
   double lr = train_options{}.lr, weight_decay = 0.01, clip = 1.0, warmup = 0.05;
   uint64_t seed = 0;
   bool positions = false;
@@ -105,6 +106,7 @@ void run(const train_args& args, const train_hooks& hooks) {
   o.feedforward = args.feedforward;
   o.pool = parse_pooling(args.pool);
   o.dropout = masked && !args.dropout_given ? masked_word_dropout : args.dropout;
+  o.window = args.window;
   o.shards = args.shards > 0 ? args.shards : processes;
   if (o.shards % processes != 0)
     throw_usage(fmt::format("--shards {} is not a multiple of the {} ranks", o.shards, processes));
@@ -254,6 +256,11 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                   "attention (a learned query's weights)");
   sub->add_option("--dropout", args->dropout, "Dropout on the embeddings and the pooled vector (default 0.3)")
       ->check(CLI::Range(0.0, 0.95));
+  sub->add_option("--window", args->window,
+                  "Tokens per word window before the attention: each token's vector mixed with "
+                  "its neighbours' (a 1-D convolution; centred, causal for next-word); 0: none "
+                  "(default: 3 for classify, none otherwise)")
+      ->check(CLI::Range(int64_t{0}, int64_t{64}));
   sub->add_option("--shards", args->shards,
                   "Cut each batch into N shards, their gradients computed apart and summed in "
                   "order (default 1; attn-mpi: one per rank); attn train --shards K writes the "

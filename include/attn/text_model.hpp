@@ -61,6 +61,7 @@ struct text_model_config {
   pooling pool = pooling::mean;
   int64_t hidden = 0;               // the MLP's hidden width
   int64_t max_positions = 0;        // learned positional embeddings (0: none)
+  int64_t window = 0;               // tokens per word window before the attention (0: none)
   double dropout = 0;               // used while training only
 };
 

@@ -39,6 +39,9 @@ struct train_options {
   pooling pool = pooling::max;
   int64_t hidden = 0;  // MLP hidden width; 0: the attention width
   double dropout = 0.3;  // on the embeddings and the pooled vector
+  // Tokens per word window before the attention (each token sees its neighbours: a 1-D
+  // convolution); 0: none; -1: the task's default (classify 3, the others none).
+  int64_t window = -1;
   // Each step's batch is cut into this many shards, whose gradients are computed apart and
   // summed in shard order (next-word and classify). 1: the plain batch gradient. A
   // data-parallel run (train_callbacks::exchange) shares the shards among its processes, and

@@ -110,6 +110,8 @@ network<T>::network(const network_shape& s, std::vector<int64_t> output_rows)
   new_words = make<T>("embedding.new_words", {s.new_words, in}, false);
   embedding.row_width = new_words.row_width = in;
   position = make<T>("position.weight", {s.positions, in}, false);
+  window_weight = make<T>("window.weight", {s.window > 0 ? in : 0, s.window * in}, true);
+  window_bias = make<T>("window.bias", {s.window > 0 ? in : 0}, false);
   if (s.layers == 0) attention = make_attention<T>("attention.", e, in);
   for (int64_t i = 0; i < s.layers; ++i) {
     const std::string prefix = "layers." + std::to_string(i) + ".";
@@ -150,6 +152,10 @@ std::vector<parameter<T>*> network<T>::parameters() {
   std::vector<parameter<T>*> all{&embedding};
   if (shape_.new_words > 0) all.push_back(&new_words);
   if (shape_.positions > 0) all.push_back(&position);
+  if (shape_.window > 0) {
+    all.push_back(&window_weight);
+    all.push_back(&window_bias);
+  }
   if (shape_.layers == 0) add_attention(all, attention);
   for (encoder_parameters<T>& l : layers) {
     add_attention(all, l.attention);
@@ -193,6 +199,11 @@ attention_mask_spec network<T>::mask(const batch& b) const {
 }
 
 template <class T>
+word_window_shape network<T>::window_shape(const batch& b) const {
+  return {b.size, b.length, shape_.embed, shape_.embed, shape_.window, shape_.causal};
+}
+
+template <class T>
 T network<T>::forward(const batch& b, network_cache<T>& c, uint64_t dropout_seed) const {
   const network_shape& s = shape_;
   const int64_t tokens = b.size * b.length, rows = static_cast<int64_t>(b.rows.size());
@@ -208,18 +219,24 @@ T network<T>::forward(const batch& b, network_cache<T>& c, uint64_t dropout_seed
     dropout_mask(dropout_seed, s.dropout, c.drop_x.data(), tokens * s.embed);
     dropout_apply(c.drop_x.data(), c.x.data(), tokens * s.embed);
   }
-  // x → y [B, L, E]: the seeds' layer, or the encoder layers one after the other
+  // x → each token with its neighbours (the attention's input)
+  c.windowed.resize(s.window > 0 ? c.x.size() : 0);
+  if (s.window > 0)
+    word_window_forward(c.x.data(), b.lengths.data(), window_weight.value.data(),
+                        window_bias.value.data(), c.windowed.data(), c.window, window_shape(b));
+  const T* attention_in = s.window > 0 ? c.windowed.data() : c.x.data();
+  // → y [B, L, E]: the seeds' layer, or the encoder layers one after the other
   c.y.resize(static_cast<size_t>(tokens * s.width));
   const attention_mask_spec m = mask(b);
   if (s.layers == 0) {
     c.blocks.clear();
-    self_attention_forward(c.x.data(), attention.weights(), c.y.data(), c.attention,
+    self_attention_forward(attention_in, attention.weights(), c.y.data(), c.attention,
                            attention_shape(b), m);
   } else {
     c.blocks.resize(static_cast<size_t>(s.layers));
     c.between.resize(static_cast<size_t>(s.layers - 1));
     const encoder_block_shape block{attention_shape(b), s.feedforward};
-    const T* in = c.x.data();
+    const T* in = attention_in;
     for (int64_t i = 0; i < s.layers; ++i) {
       const auto k = static_cast<size_t>(i);
       T* out = c.y.data();
@@ -348,22 +365,25 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
     max_pool_backward(dmax.data(), b.rows.data(), c.argmax.data(), dy.data(), rows, b.length,
                       s.width);
   }
-  // y = blocks(x); frozen embeddings without positions or new words need no dx
+  // y = blocks(window(x)); frozen embeddings without positions or new words need no dx, but
+  // the word window's weights need the gradient of its output
   const bool need_dx = embedding.trainable || s.positions > 0 || s.new_words > 0;
-  std::vector<T> dx(need_dx ? static_cast<size_t>(tokens * s.embed) : 0, T(0));
+  const bool need_din = need_dx || s.window > 0;
+  std::vector<T> dx(need_din ? static_cast<size_t>(tokens * s.embed) : 0, T(0));
+  const T* attention_in = s.window > 0 ? c.windowed.data() : c.x.data();
   const attention_mask_spec m = mask(b);
   if (s.layers == 0) {
-    self_attention_backward(dy.data(), c.x.data(), attention.weights(), c.attention,
-                            need_dx ? dx.data() : nullptr, attention.grads(), attention_shape(b),
+    self_attention_backward(dy.data(), attention_in, attention.weights(), c.attention,
+                            need_din ? dx.data() : nullptr, attention.grads(), attention_shape(b),
                             m);
   } else {
     const encoder_block_shape block{attention_shape(b), s.feedforward};
     std::vector<T> dout = std::move(dy), din;
     for (int64_t i = s.layers - 1; i >= 0; --i) {
       const auto k = static_cast<size_t>(i);
-      const T* in = i == 0 ? c.x.data() : c.between[k - 1].data();
+      const T* in = i == 0 ? attention_in : c.between[k - 1].data();
       T* dinput = nullptr;
-      if (i > 0 || need_dx) {
+      if (i > 0 || need_din) {
         din.assign(dout.size(), T(0));
         dinput = din.data();
       }
@@ -372,7 +392,14 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
       if (dinput == nullptr) break;
       std::swap(dout, din);
     }
-    if (need_dx) dx = std::move(dout);
+    if (need_din) dx = std::move(dout);
+  }
+  if (s.window > 0) {  // dx holds the gradient of the window's output: take it to the window's input
+    std::vector<T> dwindow = std::move(dx);
+    dx.assign(need_dx ? dwindow.size() : 0, T(0));
+    word_window_backward(dwindow.data(), b.lengths.data(), window_weight.value.data(), c.window,
+                         need_dx ? dx.data() : nullptr, window_weight.grad.data(),
+                         window_bias.grad.data(), window_shape(b));
   }
   if (!need_dx) {
     embedding.touch(table_rows);

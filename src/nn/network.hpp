@@ -1,5 +1,6 @@
 // The trainable text model (seed 003's simple language model, generalised):
 //   token ids [B, L] → embeddings [B, L, Ein] (+ learned positions) → dropout →
+//   (window > 0: a word window, each token with its neighbours, word_window.hpp) →
 //   layers = 0: the seeds' multi-head self-attention [B, L, E] (no residual, norm or
 //               feed-forward: the layer of seed 003, and the reference in the tests)
 //   layers = N: N Transformer encoder layers (encoder_block.hpp) [B, L, E]
@@ -20,6 +21,7 @@
 #include "nn/encoder_block.hpp"
 #include "nn/mean_pool.hpp"
 #include "nn/self_attention_layer.hpp"
+#include "nn/word_window.hpp"
 
 namespace attn::nn {
 
@@ -37,6 +39,7 @@ struct network_shape {
   int64_t hidden = 0;      // the MLP's hidden width
   int64_t classes = 0;     // C: output words or labels
   int64_t positions = 0;   // rows of the learned positional table; 0 = none
+  int64_t window = 0;      // tokens per word window before the attention (Ein → Ein); 0 = none
   bool causal = false;     // next-word: query t sees tokens ≤ t
   bool train_embeddings = true;  // the table's rows (new words' rows always train)
   double dropout = 0;      // on the embeddings and on the pooled vector, while training
@@ -97,6 +100,8 @@ struct encoder_parameters {
 template <class T>
 struct network_cache {
   std::vector<T> x;  // embeddings (+ positions, after dropout) [B, L, Ein]
+  word_window_cache<T> window;  // window > 0
+  std::vector<T> windowed;      // the word window's output, the attention's input [B, L, Ein]
   self_attention_cache<T> attention;           // layers = 0
   std::vector<encoder_block_cache<T>> blocks;  // layers = N
   std::vector<std::vector<T>> between;         // encoder layers' outputs but the last [B, L, E]
@@ -135,6 +140,7 @@ class network {
   void zero_grad();
 
   parameter<T> embedding, new_words, position;
+  parameter<T> window_weight, window_bias;      // window > 0: [Ein, window·Ein], [Ein]
   attention_parameters<T> attention;            // layers = 0
   std::vector<encoder_parameters<T>> layers;    // layers = N
   parameter<T> pool_query;                      // attention pooling's u [E]
@@ -144,6 +150,7 @@ class network {
  private:
   self_attention_shape attention_shape(const batch& b) const;
   attention_mask_spec mask(const batch& b) const;
+  word_window_shape window_shape(const batch& b) const;
   // Whether the tied output's gradient reaches a trainable embedding row.
   bool output_rows_train() const;
 

@@ -90,6 +90,7 @@ std::string text_model::encode() const {
                            {"pool", pooling_name(c.pool)},
                            {"hidden", c.hidden},
                            {"max_positions", c.max_positions},
+                           {"window", c.window},
                            {"dropout", c.dropout}};
   file.metadata["format"] = model_format;
   file.metadata["config"] = config.dump();
@@ -144,6 +145,7 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
     c.layers = j.value("layers", int64_t{0});
     c.feedforward = j.value("feedforward", int64_t{0});
     c.dropout = j.value("dropout", 0.0);
+    c.window = j.value("window", int64_t{0});  // absent before word windows: none
     const std::string pool = j.value("pool", std::string("mean"));
     if (pool != "mean" && pool != "max" && pool != "mean+max" && pool != "attention")
       throw std::runtime_error("unknown pooling " + pool);
@@ -164,7 +166,8 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
       c.max_positions < 0 || c.max_positions > limit || outputs.empty() || c.layers < 0 ||
       c.layers > 64 || c.feedforward < 0 || c.feedforward > limit || c.embed_dim > limit ||
       c.dim > limit || c.hidden > limit || (c.layers > 0 && (c.feedforward == 0 || c.dim != c.embed_dim)) ||
-      c.new_words < 0 || static_cast<int64_t>(new_words.size()) != c.new_words)
+      c.new_words < 0 || static_cast<int64_t>(new_words.size()) != c.new_words || c.window < 0 ||
+      c.window > 64)
     throw_input(source, "bad model metadata: sizes out of range");
 
   std::optional<vectors> defaults;
@@ -319,6 +322,7 @@ nn::network_shape network_shape_for(const text_model_config& c, int64_t vocabula
   s.hidden = c.hidden;
   s.classes = classes;
   s.positions = c.max_positions;
+  s.window = c.window;
   s.causal = c.task == text_task::next_word;
   if (c.task == text_task::masked_word) {  // the hidden tokens' own vectors, tied output
     s.pool = nn::pool_kind::token;

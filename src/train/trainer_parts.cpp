@@ -12,6 +12,9 @@ namespace attn::train {
 
 namespace {
 
+// A classifier's word window: three tokens (measured on SST-2: docs/TRAINING.md).
+constexpr int64_t default_classify_window = 3;
+
 void fill_uniform(std::vector<float>& v, train::rng& r, double bound) {
   for (float& x : v) x = static_cast<float>(r.uniform(-bound, bound));
 }
@@ -38,6 +41,8 @@ void check_options(const train_options& o) {
   if (o.layers < 0) throw_usage(fmt::format("--layers must be 0 or more, got {}", o.layers));
   if (o.min_count < 0) throw_usage(fmt::format("--min-count must be 0 or more, got {}", o.min_count));
   if (o.patience < 1) throw_usage(fmt::format("--patience must be at least 1, got {}", o.patience));
+  if (o.window < -1 || o.window > 64)
+    throw_usage(fmt::format("--window must be between 0 and 64, got {}", o.window));
   if (o.shards < 1) throw_usage(fmt::format("--shards must be at least 1, got {}", o.shards));
   if (o.shards > 1 && o.task == text_task::masked_word)
     throw_usage("--shards is for next-word and classify (masked-word computes each batch in one pass)");
@@ -84,6 +89,12 @@ void initialise(nn::network<float>& net, const train_options& o, const word_inde
   } else {
     for (float& x : net.embedding.value) x = static_cast<float>(r.normal());
   }
+  // The word window as PyTorch's Conv1d starts: U(±1/√fan_in), fan_in = window · Ein.
+  if (s.window > 0) {
+    const double fan_in = 1.0 / std::sqrt(static_cast<double>(s.window * s.embed));
+    fill_uniform(net.window_weight.value, r, fan_in);
+    fill_uniform(net.window_bias.value, r, fan_in);
+  }
   if (s.layers == 0) initialise_attention(net.attention, s.embed, s.width, r);
   for (nn::encoder_parameters<float>& l : net.layers) {
     initialise_attention(l.attention, s.width, s.width, r);
@@ -124,6 +135,7 @@ text_model_config model_config(const train_options& o) {
   c.pool = o.pool;
   c.hidden = o.hidden > 0 ? o.hidden : c.dim;
   c.dropout = o.dropout;
+  c.window = o.window >= 0 ? o.window : o.task == text_task::classify ? default_classify_window : 0;
   return c;
 }
 

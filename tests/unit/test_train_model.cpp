@@ -95,6 +95,52 @@ TEST(train_model, classifier_gradients_match_finite_differences) {
   check_model_gradients(s, {5, 2, 4}, attn::text_task::classify, 12);
 }
 
+TEST(train_model, word_window_classifier_matches_finite_differences) {
+  // A word window of 3 (centred) before the seeds' layer, frozen embeddings (the window's own
+  // weights still need the gradient of its output), max pooling, dropout, a one-token line.
+  network_shape s{.vocabulary = 8, .embed = 6, .width = 9, .heads = 3,
+                  .pool = attn::nn::pool_kind::max, .hidden = 5, .classes = 3, .positions = 0,
+                  .window = 3, .causal = false, .train_embeddings = false, .dropout = 0.3};
+  check_model_gradients(s, {5, 2, 4, 1}, attn::text_task::classify, 14, 0xab5eedULL);
+}
+
+TEST(train_model, causal_word_window_with_new_words_and_a_layer_matches_finite_differences) {
+  // Next-word: a window of 2 (the token and the one before), learned rows, an encoder layer.
+  network_shape s{.vocabulary = 7, .new_words = 3, .embed = 6, .width = 6, .heads = 2,
+                  .layers = 1, .feedforward = 5, .hidden = 4, .classes = 4, .positions = 0,
+                  .window = 2, .causal = true, .train_embeddings = true};
+  check_model_gradients(s, {6, 3, 1}, attn::text_task::next_word, 15);
+}
+
+TEST(train_model, causal_word_window_never_sees_the_word_it_predicts) {
+  // Changing token 3 may change the prefixes that hold it (t ≥ 4 tokens), never the shorter ones.
+  for (int64_t window : {2, 3, 5}) {
+    network_shape s{.vocabulary = 9, .embed = 5, .width = 6, .heads = 2, .hidden = 7,
+                    .classes = 4, .positions = 0, .window = window, .causal = true,
+                    .train_embeddings = true};
+    std::mt19937 rng(16);
+    network<double> net(s);
+    randomise(net, rng);
+    attn::train::encoded_example e;
+    e.inputs = {1, 2, 3, 4, 5, 6};
+    e.outputs = {0, 1, 2, 3, 0, 1};
+    attn::nn::batch b = attn::train::make_batch({&e}, attn::text_task::next_word);
+    attn::nn::network_cache<double> first, second;
+    net.forward(b, first);
+    b.ids[3] = 8;
+    net.forward(b, second);
+    for (size_t r = 0; r < b.rows.size(); ++r) {
+      const bool sees = b.rows[r].count > 3;
+      double diff = 0;
+      for (int64_t c = 0; c < s.classes; ++c)
+        diff = std::max(diff, std::fabs(first.logits[r * 4 + static_cast<size_t>(c)] -
+                                        second.logits[r * 4 + static_cast<size_t>(c)]));
+      if (sees) EXPECT_GT(diff, 0.0) << "window " << window << ", prefix " << b.rows[r].count;
+      else EXPECT_EQ(diff, 0.0) << "window " << window << ", prefix " << b.rows[r].count;
+    }
+  }
+}
+
 TEST(train_model, encoder_layers_with_new_words_max_pool_and_dropout_match_finite_differences) {
   // Two encoder layers (residuals, both layer norms, the feed-forward part), a frozen table with
   // learned rows for new words, positions, mean+max pooling and dropout drawn from a fixed seed.
