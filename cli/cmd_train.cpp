@@ -190,12 +190,13 @@ void run(const train_args& args, const train_hooks& hooks) {
   const std::string head = c.task == text_task::masked_word
                                ? std::string("tied output (scored against the word vectors)")
                                : fmt::format("{} pooling, hidden {}", pooling_name(c.pool), c.hidden);
-  fmt::print(stderr, "saved {}: {} {}, {} embeddings ({} words, {} dims{}), {}, {} heads, dim {}, "
+  fmt::print(stderr, "saved {}: {} {}, {} embeddings ({} words, {} dims{}), {}{}, {} heads, dim {}, "
                      "{}{}\n",
              args.output, result.model.outputs().size(),
              c.task == text_task::classify ? "labels" : "output words",
              defaults ? "default GloVe" : c.embeddings_trained ? "trained" : "stored",
              result.model.input_vocabulary(), c.embed_dim, rows,
+             c.window > 0 ? fmt::format("a word window of {}, ", c.window) : std::string(),
              c.layers == 0 ? std::string("the seeds' attention layer")
                            : fmt::format("{} encoder layer{} (feed-forward {})", c.layers,
                                          c.layers == 1 ? "" : "s", c.feedforward),
