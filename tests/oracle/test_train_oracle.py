@@ -1,6 +1,6 @@
 """A trained model's file read back by PyTorch: the weights and metadata of `attn train` mean
-what PyTorch means by them. The model is rebuilt from the safetensors file alone (F.linear for
-the projections, nn.MultiheadAttention's head split and 1/√D scale, causal for next-word, mean,
+what PyTorch means by them. The model is rebuilt from the safetensors file alone (F.conv1d for
+the word window, F.linear for the projections, nn.MultiheadAttention's head split and 1/√D scale, causal for next-word, mean,
 ReLU MLP) and its softmax compared with the probabilities `attn predict` prints (4 decimals,
 so within 6e-5 including float32 rounding), and its attention block's output y = out_proj(
 attention) with the contextual embeddings `attn embed --model` prints."""
@@ -36,12 +36,26 @@ def read_safetensors(path):
     return tensors, meta
 
 
+def torch_word_window(t, config, x, causal):
+    """attn's word window as PyTorch's conv1d over x [L, Ein]: the file's weight [out, width·in]
+    holds conv1d's [out, in, width] window position by window position; zero padding, centred
+    (width // 2 before) or causal (width − 1 before, none after)."""
+    width = config.get("window", 0)
+    if width == 0:
+        return x
+    weight = t["window.weight"].reshape(-1, width, x.shape[1]).permute(0, 2, 1)
+    before = width - 1 if causal else width // 2
+    padded = F.pad(x.T.unsqueeze(0), (before, width - 1 - before))
+    return F.relu(F.conv1d(padded, weight, t["window.bias"]))[0].T
+
+
 def torch_attention(t, config, ids, causal):
     """The attention block rebuilt from the model file: (weights [H, L, L], y [L, E]), y being
     out_proj of the heads' outputs, the contextual embeddings the MLP head pools."""
     x = t["embedding.weight"][ids]
     if config["max_positions"] > 0:
         x = x + t["position.weight"][: len(ids)]
+    x = torch_word_window(t, config, x, causal)
     heads, e = config["heads"], config["dim"]
     d = e // heads
 
@@ -68,12 +82,12 @@ def torch_probabilities(t, config, ids, causal, return_weights=False):
 
 @pytest.fixture(scope="module")
 def next_word_model(tmp_path_factory):
-    """A small next-word model (3 heads, learned embeddings and positions) and its file read back:
-    (path, tensors, config, input words, outputs)."""
+    """A small next-word model (3 heads, learned embeddings and positions, a causal word window
+    of 2) and its file read back: (path, tensors, config, input words, outputs)."""
     model = tmp_path_factory.mktemp("oracle") / "m.safetensors"
     r = subprocess.run([ATTN, "train", "--task", "next-word", "--data", TOY, "--learn-embeddings",
                         "12", "--heads", "3", "--dim", "9", "--hidden", "7", "--positions",
-                        "--pool", "mean", "--epochs", "30", "-o", str(model)],
+                        "--pool", "mean", "--window", "2", "--epochs", "30", "-o", str(model)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     t, meta = read_safetensors(model)
@@ -117,7 +131,7 @@ def torch_encoder_probabilities(t, config, ids):
     nn.TransformerEncoderLayer (post-norm, ReLU, eval mode: no dropout), the pooling and the
     head."""
     table = torch.cat([t["embedding.weight"], t["embedding.new_words"]])
-    x = table[ids].unsqueeze(0)  # [1, L, E]
+    x = torch_word_window(t, config, table[ids], causal=False).unsqueeze(0)  # [1, L, E]
     e, heads = config["dim"], config["heads"]
     for i in range(config["layers"]):
         layer = torch.nn.TransformerEncoderLayer(e, heads, dim_feedforward=config["feedforward"],
