@@ -286,40 +286,54 @@ TEST(sdpa_backward_fused, causal_with_fewer_and_more_queries_than_keys) {
     check_case({1, 2, 1, L, S, 32, 32, true, mask_kind::none}, rng, isas);
 }
 
-TEST(sdpa_backward_fused, fully_masked_rows_give_exact_zero_gradients) {
-  const std::vector<isa> isas = available_isas();
-  if (isas.empty()) GTEST_SKIP() << "no fused kernel on this CPU";
-  std::mt19937 rng(19);
+// Q [1, 2, 70, 16] against 200 keys, scale 0.25, with a mask that leaves query row 5 nothing to
+// attend to, row 40 only the last key tiles, and hides keys 64 … 127 (a whole key tile) from all.
+struct masked_rows_case {
   call c;
-  c.q = random_tensor({1, 2, 70, 16}, rng);
-  c.k = random_tensor({1, 2, 200, 16}, rng);
-  c.v = random_tensor({1, 2, 200, 16}, rng);
-  c.g = random_tensor({1, 2, 70, 16}, rng);
-  c.scale = 0.25f;
-  tensor mask({70, 200}, 0.0f);
-  for (int64_t j = 0; j < 200; ++j) {
-    mask.at({5, j}) = -inf;                 // row 5: nothing to attend to
-    if (j < 128) mask.at({40, j}) = -inf;   // row 40: only the last key tiles
+  tensor mask{{70, 200}, 0.0f};
+
+  explicit masked_rows_case(std::mt19937& rng) {
+    c.q = random_tensor({1, 2, 70, 16}, rng);
+    c.k = random_tensor({1, 2, 200, 16}, rng);
+    c.v = random_tensor({1, 2, 200, 16}, rng);
+    c.g = random_tensor({1, 2, 70, 16}, rng);
+    c.scale = 0.25f;
+    for (int64_t j = 0; j < 200; ++j) {
+      mask.at({5, j}) = -inf;
+      if (j < 128) mask.at({40, j}) = -inf;
+    }
+    for (int64_t i = 0; i < 70; ++i)
+      for (int64_t j = 64; j < 128; ++j) mask.at({i, j}) = -inf;
+    c.mask = &mask;
   }
-  for (int64_t i = 0; i < 70; ++i)
-    for (int64_t j = 64; j < 128; ++j) mask.at({i, j}) = -inf;  // a whole key tile hidden
-  c.mask = &mask;
-  attn::sdpa_options o;
-  o.attn_mask = &mask;
-  o.scale = attn::scale_spec::parse("0.25");
-  const attn::sdpa_gradients want = attn::ref::sdpa_backward(c.q, c.k, c.v, c.g, o);
-  for (const isa& kernel : isas) {
-    SCOPED_TRACE(kernel.name);
-    const grads got = run_fused(kernel, c);
-    for (int64_t h = 0; h < 2; ++h)
+  masked_rows_case(const masked_rows_case&) = delete;  // c.mask points into this
+
+  // Row 5's dq and the hidden keys' dk and dv are exactly zero.
+  static void expect_exact_zeros(const grads& got) {
+    for (int64_t h = 0; h < 2; ++h) {
       for (int64_t d = 0; d < 16; ++d) EXPECT_EQ(got.dq[(h * 70 + 5) * 16 + d], 0.0f);
-    // Keys nobody may see get exactly zero dk and dv.
-    for (int64_t h = 0; h < 2; ++h)
       for (int64_t j = 64; j < 128; ++j)
         for (int64_t d = 0; d < 16; ++d) {
           EXPECT_EQ(got.dk[(h * 200 + j) * 16 + d], 0.0f);
           EXPECT_EQ(got.dv[(h * 200 + j) * 16 + d], 0.0f);
         }
+    }
+  }
+};
+
+TEST(sdpa_backward_fused, fully_masked_rows_give_exact_zero_gradients) {
+  const std::vector<isa> isas = available_isas();
+  if (isas.empty()) GTEST_SKIP() << "no fused kernel on this CPU";
+  std::mt19937 rng(19);
+  const masked_rows_case m(rng);
+  attn::sdpa_options o;
+  o.attn_mask = &m.mask;
+  o.scale = attn::scale_spec::parse("0.25");
+  const attn::sdpa_gradients want = attn::ref::sdpa_backward(m.c.q, m.c.k, m.c.v, m.c.g, o);
+  for (const isa& kernel : isas) {
+    SCOPED_TRACE(kernel.name);
+    const grads got = run_fused(kernel, m.c);
+    masked_rows_case::expect_exact_zeros(got);
     EXPECT_LE(max_abs_error(got.dq, want.dq), 1e-5);
     EXPECT_LE(max_abs_error(got.dk, want.dk), 1e-5);
     EXPECT_LE(max_abs_error(got.dv, want.dv), 1e-5);
@@ -405,28 +419,11 @@ TEST(sdpa_backward_bf16, every_length_and_head_size_once) {
 
 TEST(sdpa_backward_bf16, fully_masked_rows_and_hidden_keys_get_exact_zeros) {
   std::mt19937 rng(29);
-  call c;
-  c.q = random_tensor({1, 2, 70, 16}, rng);
-  c.k = random_tensor({1, 2, 200, 16}, rng);
-  c.v = random_tensor({1, 2, 200, 16}, rng);
-  c.g = random_tensor({1, 2, 70, 16}, rng);
-  c.scale = 0.25f;
-  tensor mask({70, 200}, 0.0f);
-  for (int64_t j = 0; j < 200; ++j) mask.at({5, j}) = -inf;
-  for (int64_t i = 0; i < 70; ++i)
-    for (int64_t j = 64; j < 128; ++j) mask.at({i, j}) = -inf;
-  c.mask = &mask;
+  const masked_rows_case m(rng);
   for (const isa& kernel : bf16_isas()) {
     SCOPED_TRACE(kernel.name);
-    const grads got = run_fused(kernel, c);
-    for (int64_t h = 0; h < 2; ++h) {
-      for (int64_t d = 0; d < 16; ++d) EXPECT_EQ(got.dq[(h * 70 + 5) * 16 + d], 0.0f);
-      for (int64_t j = 64; j < 128; ++j)
-        for (int64_t d = 0; d < 16; ++d) {
-          EXPECT_EQ(got.dk[(h * 200 + j) * 16 + d], 0.0f);
-          EXPECT_EQ(got.dv[(h * 200 + j) * 16 + d], 0.0f);
-        }
-    }
+    const grads got = run_fused(kernel, m.c);
+    masked_rows_case::expect_exact_zeros(got);
     EXPECT_NE(got.dq[6 * 16], 0.0f);
   }
 }
