@@ -4,6 +4,7 @@
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include "kernels/flash_forward_bf16.hpp"
+#include "kernels/flash_forward_dense.hpp"
 #include "kernels/simd_bf16.hpp"
 
 namespace attn::kernels {
@@ -11,7 +12,7 @@ namespace attn::kernels {
 // 16 registers: 16 queries per tile (2 vectors) against blocks of 5 keys (10 accumulators);
 // P·V in blocks of 4 rows × 2 vectors.
 void flash_forward_avx2(const flash_problem& p) {
-  flash_forward<simd::avx2, 2, 5, 4, 2>(p).run();
+  flash_forward_dense_run<simd::avx2, 2, 5, 4, 2>(p);
 }
 
 // bf16 on a CPU without AVX-512: the emulated instruction, same tiles.

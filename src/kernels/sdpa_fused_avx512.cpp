@@ -4,6 +4,7 @@
 
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
 #include "kernels/flash_forward_bf16.hpp"
+#include "kernels/flash_forward_dense.hpp"
 #include "kernels/simd_bf16.hpp"
 
 namespace attn::kernels {
@@ -15,7 +16,7 @@ namespace attn::kernels {
 // of V). The tile size changes no result: each score, each softmax step and each sum over the
 // keys is computed in the same order.
 void flash_forward_avx512(const flash_problem& p) {
-  flash_forward<simd::avx512, 4, 6, 4, 4>(p).run();
+  flash_forward_dense_run<simd::avx512, 4, 6, 4, 4>(p);
 }
 
 // bf16 on an AVX-512 CPU without AVX-512 BF16 (or when ATTN_BF16=emulate asks): the tiles of

@@ -257,6 +257,28 @@ TEST(sdpa_fused, strided_inputs_give_the_bits_of_their_contiguous_copies) {
   EXPECT_EQ(std::memcmp(a.data(), c.data(), a.values().size() * sizeof(float)), 0);
 }
 
+TEST(sdpa_fused, strided_keys_and_values_read_by_many_query_tiles_keep_their_bits) {
+  // Enough queries for several query tiles and grouped heads: the fused forward then copies
+  // strided K and V into adjacent rows first (flash_forward_dense.hpp). Dv ≠ D, so a copy that
+  // mixed up the two row lengths, heads or batches would show.
+  std::mt19937 rng(15);
+  const int64_t B = 2, L = 150, S = 131, H = 4, Hkv = 2, D = 16, Dv = 24;
+  const tensor qs = random_tensor({B, L, H, D}, rng), ks = random_tensor({B, S, Hkv, D}, rng);
+  const tensor vs = random_tensor({B, S, Hkv, Dv}, rng);
+  const tensor q = qs.transpose(1, 2), k = ks.transpose(1, 2), v = vs.transpose(1, 2);
+  for (const bool causal : {false, true}) {
+    attn::sdpa_options o;
+    o.causal = causal;
+    const tensor a = attn::sdpa(q, k, v, o);
+    const tensor b = attn::sdpa(q.contiguous(), k.contiguous(), v.contiguous(), o);
+    ASSERT_EQ(a.shape(), b.shape());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.values().size() * sizeof(float)), 0) << causal;
+    const tensor r = attn::ref::sdpa(q, k, v, o);
+    const auto got = a.values();
+    EXPECT_LT(max_abs_error({got.begin(), got.end()}, r), 1e-5) << causal;
+  }
+}
+
 TEST(sdpa_fused, kernel_option_selects_the_reference) {
   std::mt19937 rng(14);
   const tensor q = random_tensor({1, 1, 5, 8}, rng), k = random_tensor({1, 1, 6, 8}, rng);
