@@ -19,8 +19,8 @@
 //
 // With BF16 the two products take bf16 operands and accumulate in float32 (V then is one of
 // simd_bf16.hpp's structs): the query tile is packed as bf16 pairs along D, K and V come
-// pre-packed (flash_problem's kw, vw), and P is rounded to bf16 pairs along the keys just before
-// P·V. The softmax, masks and rescaling are the float32 ones, unchanged.
+// pre-packed (flash_problem's kw, vw), and P is rounded to bf16 pairs along the keys as the
+// softmax computes it. The softmax, masks and rescaling are the float32 ones, unchanged.
 #pragma once
 
 #include <algorithm>
@@ -293,11 +293,24 @@ class flash_forward {
       const vec m_use = V::neg_inf_to_zero(mx);
       const vec alpha = V::exp2(V::sub(m_old, m_use));
       vec sum = V::zero();
-      for (int jj = 0; jj < nk; ++jj) {
-        float* x = s.st.data() + jj * BR + u * W;
-        const vec pr = V::exp2(V::sub(V::load(x), m_use));
-        V::store(x, pr);
-        sum = V::add(sum, pr);
+      if constexpr (BF16) {
+        // Two keys at a time, rounded into P's bf16 pairs as they come (a missing last key of
+        // an odd tile is 0): no float32 P is stored and read back. The sum is taken in key
+        // order, as below.
+        for (int jj = 0; jj < nk; jj += 2) {
+          const float* x = s.st.data() + jj * BR + u * W;
+          const vec lo = V::exp2(V::sub(V::load(x), m_use));
+          const vec hi = jj + 1 < nk ? V::exp2(V::sub(V::load(x + BR), m_use)) : V::zero();
+          sum = V::add(V::add(sum, lo), hi);
+          V::store_words(s.pw.data() + jj / 2 * BR + u * W, V::pack_pairs(lo, hi));
+        }
+      } else {
+        for (int jj = 0; jj < nk; ++jj) {
+          float* x = s.st.data() + jj * BR + u * W;
+          const vec pr = V::exp2(V::sub(V::load(x), m_use));
+          V::store(x, pr);
+          sum = V::add(sum, pr);
+        }
       }
       V::store(s.m.data() + u * W, mx);
       V::store(s.alpha.data() + u * W, alpha);
@@ -366,17 +379,10 @@ class flash_forward {
       for (int c = 0; c < NVN; ++c) V::store(o + r * dvp_ + c * W, acc[r][c]);
   }
 
-  // bf16: P rounded to pairs of keys (a missing last key of an odd tile is 0, as is its
-  // zero-padded row of V), then o[r][:] += Σ_pairs P-pair[r] · V-pair[:] with dot.
+  // bf16: o[r][:] += Σ_pairs P-pair[r] · V-pair[:] with dot, P's pairs as softmax_update
+  // rounded them (an odd tile's missing last key is 0, as is its zero-padded row of V).
   void accumulate_values_bf16(scratch& s, const head& hd, int64_t j0, int nk, int64_t rows) const {
     const int pairs = (nk + 1) / 2;
-    for (int k = 0; k < pairs; ++k) {
-      const float* lo = s.st.data() + 2 * k * BR;
-      for (int u = 0; u < QV; ++u) {
-        const vec hi = 2 * k + 1 < nk ? V::load(lo + BR + u * W) : V::zero();
-        V::store_words(s.pw.data() + k * BR + u * W, V::pack_pairs(V::load(lo + u * W), hi));
-      }
-    }
     const uint32_t* v0 = hd.vw + j0 / 2 * p_.vw_cols;  // j0 is a multiple of BC: even
     for (int64_t r0 = 0; r0 < rows; r0 += NR) {
       for (int64_t c0 = 0; c0 < dvec_; c0 += NV) {
