@@ -64,7 +64,8 @@ struct avx512 {
   static vec exp2(vec u) {
     const vec lo = set1(exp2_floor);
     const __mmask16 keep = _mm512_cmp_ps_mask(u, lo, _CMP_NLT_UQ);  // false below the floor
-    u = _mm512_max_ps(lo, u);
+    // Lanes below the floor (-inf among them, whose f is NaN) are zeroed by the mask at the end,
+    // so u needs no clamping first.
     const vec f = _mm512_reduce_ps(u, 0x09);  // round down, no precision exception
     vec p = set1(exp2_poly[6]);
     for (int i = 5; i >= 0; --i) p = fmadd(p, f, set1(exp2_poly[i]));
