@@ -320,32 +320,13 @@ class flash_backward {
   void pair_bf16(scratch& s, int64_t g, int64_t i0, int rows, int rows_r, int keys_r, int nk, bool masked) const {
     dot_tile(s.qw.data() + (g * lp_ + i0) * dw_, dw_, s.ktw.data(), dw_, rows_r, s.s.data());      // S
     dot_tile(s.gw.data() + (g * lp_ + i0) * dvw_, dvw_, s.vtw.data(), dvw_, rows_r, s.ds.data());  // dP
-    softmax_grad(s, g * lp_ + i0, rows_r, masked);
-    pair_rows(s.s.data(), s.pi.data(), rows_r);
-    pair_rows(s.ds.data(), s.dsi.data(), rows_r);
-    pair_keys(s.ds.data(), s.dsk.data(), rows_r);
+    softmax_grad_pairs(s, g * lp_ + i0, rows_r, masked);
     const int row_pairs = (rows + 1) / 2;  // an odd tile's last pair has a padding row: P = dS = 0
     const int64_t i2 = (g * lp_ + i0) / 2;
     update(s.dv.data(), dvp_, keys_r, dvp_ / W, s.pi.data(), 1, BC, s.gi.data() + i2 * dvp_, dvp_, row_pairs);
     update(s.dk.data(), dp_, keys_r, dp_ / W, s.dsi.data(), 1, BC, s.qi.data() + i2 * dp_, dp_, row_pairs);
     float* dq = s.dq.data() + (g * lp_ + i0) * dp_;
     update(dq, dp_, rows_r, dp_ / W, s.dsk.data(), BC / 2, 1, s.ki.data(), dp_, (nk + 1) / 2);
-  }
-
-  // out[r2][c] = (x[2·r2][c], x[2·r2 + 1][c]) as bf16 pairs, for a [rows][BC] tile.
-  static void pair_rows(const float* x, uint32_t* out, int rows) {
-    if constexpr (BF16)
-      for (int r2 = 0; r2 < rows / 2; ++r2)
-        for (int c = 0; c < BC; c += W)
-          V::store_words(out + r2 * BC + c, V::pack_pairs(V::load(x + 2 * r2 * BC + c), V::load(x + (2 * r2 + 1) * BC + c)));
-  }
-
-  // out[r][c2] = (x[r][2·c2], x[r][2·c2 + 1]) as bf16 pairs.
-  static void pair_keys(const float* x, uint32_t* out, int rows) {
-    if constexpr (BF16)
-      for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < BC; c += 2 * W)
-          V::store_words(out + r * BC / 2 + c / 2, V::pack_consecutive(V::load(x + r * BC + c), V::load(x + r * BC + c + W)));
   }
 
   // mt[r][c]: the additive mask in base 2, −inf for causally hidden scores and keys past S.
@@ -398,7 +379,7 @@ class flash_backward {
   // s ← P = 2^(S·scale·log2 e + mt − off), ds ← P ∘ (dP − Δ), row by row.
   // row0: the tile's first row in the scratch's [G][lp] row statistics.
   void softmax_grad(scratch& s, int64_t row0, int rows, bool masked) const {
-    const vec c2 = V::set1(BF16 ? 1.0f : f_.scale * bwd_log2e);  // bf16: Q came pre-scaled
+    const vec c2 = V::set1(f_.scale * bwd_log2e);
     for (int r = 0; r < rows; ++r) {
       const vec off = V::set1(s.off[static_cast<size_t>(row0 + r)]);
       const vec dl = V::set1(s.delta[static_cast<size_t>(row0 + r)]);
@@ -411,6 +392,40 @@ class flash_backward {
         const vec pr = V::exp2(V::sub(u, off));
         V::store(sr + c, pr);
         V::store(dr + c, V::mul(pr, V::sub(V::load(dr + c), dl)));
+      }
+    }
+  }
+
+  // softmax_grad for bf16, two rows and 2W keys at a time, rounding P and dS straight into the
+  // pairs that multiply next (no float32 tile is stored and read back):
+  //   pi[r2][c] = (P[2·r2][c], P[2·r2 + 1][c]), dsi likewise: rows paired, for dV and dK;
+  //   dsk[r][c2] = (dS[r][2·c2], dS[r][2·c2 + 1]): keys paired, for dQ.
+  // Each P and dS is computed as in softmax_grad, so the pairs are the ones rounded from it.
+  void softmax_grad_pairs(scratch& s, int64_t row0, int rows, bool masked) const {
+    if constexpr (BF16) {
+      static_assert(BC % (2 * W) == 0);
+      for (int r = 0; r < rows; r += 2) {  // rows: a multiple of RB, so even
+        for (int c = 0; c < BC; c += 2 * W) {
+          vec pr[2][2], ds[2][2];  // [row][half of the 2W keys]
+          for (int x = 0; x < 2; ++x) {
+            const vec off = V::set1(s.off[static_cast<size_t>(row0 + r + x)]);
+            const vec dl = V::set1(s.delta[static_cast<size_t>(row0 + r + x)]);
+            for (int half = 0; half < 2; ++half) {
+              const int64_t at = (r + x) * BC + c + half * W;
+              vec u = V::load(s.s.data() + at);  // Q came pre-scaled by scale · log2 e
+              if (masked) u = V::add(u, V::load(s.mt.data() + at));
+              pr[x][half] = V::exp2(V::sub(u, off));
+              ds[x][half] = V::mul(pr[x][half], V::sub(V::load(s.ds.data() + at), dl));
+            }
+          }
+          for (int half = 0; half < 2; ++half) {
+            const int64_t at = r / 2 * BC + c + half * W;
+            V::store_words(s.pi.data() + at, V::pack_pairs(pr[0][half], pr[1][half]));
+            V::store_words(s.dsi.data() + at, V::pack_pairs(ds[0][half], ds[1][half]));
+          }
+          for (int x = 0; x < 2; ++x)
+            V::store_words(s.dsk.data() + (r + x) * BC / 2 + c / 2, V::pack_consecutive(ds[x][0], ds[x][1]));
+        }
       }
     }
   }
