@@ -22,7 +22,7 @@ void flash_forward_avx512(const flash_problem& p) {
 // bf16 on an AVX-512 CPU without AVX-512 BF16 (or when ATTN_BF16=emulate asks): the tiles of
 // flash_forward_bf16_avx512, each vdpbf16ps emulated in float32, so the results are the same bits.
 void flash_forward_bf16_emulated_avx512(const flash_problem& p) {
-  flash_forward_bf16_run<simd::avx512_bf16_emulated, 4, 6, 4, 4>(p);
+  flash_forward_bf16_run<simd::avx512_bf16_emulated, 4, 5, 4, 4>(p);
 }
 
 }  // namespace attn::kernels
