@@ -376,22 +376,29 @@ class flash_backward {
       for (int u = 0; u < KV; ++u) V::store(out + r * BC + u * W, acc[r][u]);
   }
 
-  // s ← P = 2^(S·scale·log2 e + mt − off), ds ← P ∘ (dP − Δ), row by row.
+  // One vector of a row: P = 2^(S·scale·log2 e + mt − off) and dS = P ∘ (dP − Δ), from the
+  // tiles s (scores), mt and ds (dP) at element `at`; c2 = scale · log2 e. (bf16: Q came
+  // pre-scaled, so S is scaled already and c2 is not used.)
+  void p_and_ds(const scratch& s, int64_t at, vec c2, vec off, vec dl, bool masked, vec& pr, vec& ds) const {
+    vec u = V::load(s.s.data() + at);
+    if constexpr (!BF16) u = V::mul(u, c2);
+    if (masked) u = V::add(u, V::load(s.mt.data() + at));
+    pr = V::exp2(V::sub(u, off));
+    ds = V::mul(pr, V::sub(V::load(s.ds.data() + at), dl));
+  }
+
+  // s ← P, ds ← dS, row by row (float32).
   // row0: the tile's first row in the scratch's [G][lp] row statistics.
   void softmax_grad(scratch& s, int64_t row0, int rows, bool masked) const {
     const vec c2 = V::set1(f_.scale * bwd_log2e);
     for (int r = 0; r < rows; ++r) {
       const vec off = V::set1(s.off[static_cast<size_t>(row0 + r)]);
       const vec dl = V::set1(s.delta[static_cast<size_t>(row0 + r)]);
-      float* sr = s.s.data() + r * BC;
-      float* dr = s.ds.data() + r * BC;
-      const float* mr = masked ? s.mt.data() + r * BC : nullptr;
       for (int c = 0; c < BC; c += W) {
-        vec u = V::mul(V::load(sr + c), c2);
-        if (masked) u = V::add(u, V::load(mr + c));
-        const vec pr = V::exp2(V::sub(u, off));
-        V::store(sr + c, pr);
-        V::store(dr + c, V::mul(pr, V::sub(V::load(dr + c), dl)));
+        vec pr, ds;
+        p_and_ds(s, r * BC + c, c2, off, dl, masked, pr, ds);
+        V::store(s.s.data() + r * BC + c, pr);
+        V::store(s.ds.data() + r * BC + c, ds);
       }
     }
   }
@@ -400,24 +407,20 @@ class flash_backward {
   // pairs that multiply next (no float32 tile is stored and read back):
   //   pi[r2][c] = (P[2·r2][c], P[2·r2 + 1][c]), dsi likewise: rows paired, for dV and dK;
   //   dsk[r][c2] = (dS[r][2·c2], dS[r][2·c2 + 1]): keys paired, for dQ.
-  // Each P and dS is computed as in softmax_grad, so the pairs are the ones rounded from it.
   void softmax_grad_pairs(scratch& s, int64_t row0, int rows, bool masked) const {
     if constexpr (BF16) {
       static_assert(BC % (2 * W) == 0);
       for (int r = 0; r < rows; r += 2) {  // rows: a multiple of RB, so even
+        vec off[2], dl[2];
+        for (int x = 0; x < 2; ++x) {
+          off[x] = V::set1(s.off[static_cast<size_t>(row0 + r + x)]);
+          dl[x] = V::set1(s.delta[static_cast<size_t>(row0 + r + x)]);
+        }
         for (int c = 0; c < BC; c += 2 * W) {
           vec pr[2][2], ds[2][2];  // [row][half of the 2W keys]
-          for (int x = 0; x < 2; ++x) {
-            const vec off = V::set1(s.off[static_cast<size_t>(row0 + r + x)]);
-            const vec dl = V::set1(s.delta[static_cast<size_t>(row0 + r + x)]);
-            for (int half = 0; half < 2; ++half) {
-              const int64_t at = (r + x) * BC + c + half * W;
-              vec u = V::load(s.s.data() + at);  // Q came pre-scaled by scale · log2 e
-              if (masked) u = V::add(u, V::load(s.mt.data() + at));
-              pr[x][half] = V::exp2(V::sub(u, off));
-              ds[x][half] = V::mul(pr[x][half], V::sub(V::load(s.ds.data() + at), dl));
-            }
-          }
+          for (int x = 0; x < 2; ++x)
+            for (int half = 0; half < 2; ++half)
+              p_and_ds(s, (r + x) * BC + c + half * W, V::zero(), off[x], dl[x], masked, pr[x][half], ds[x][half]);
           for (int half = 0; half < 2; ++half) {
             const int64_t at = r / 2 * BC + c + half * W;
             V::store_words(s.pi.data() + at, V::pack_pairs(pr[0][half], pr[1][half]));

@@ -24,8 +24,7 @@ void flash_forward_bf16_run(flash_problem p) {
   // Where each K/V head is read by one work item only (one query tile, no grouped heads: short
   // sequences), the work item packs its own head (kw, vw left null): no pass over all heads
   // before the kernel, and no second parallel region.
-  const int64_t group = p.Hkv == 0 ? 1 : p.H / p.Hkv;
-  if ((p.L + QV * W - 1) / (QV * W) * group == 1) return flash_forward<V, QV, JB, NR, NV, true>(p).run();
+  if (heads_read_once(p, QV * W)) return flash_forward<V, QV, JB, NR, NV, true>(p).run();
   // Kept from call to call (per calling thread): a fresh half-size copy of K and V each time
   // cost more in page faults than the packing itself (about a tenth of the run at
   // 2,1024,16,128). Every word is written, the padding as zeros, so no clearing is needed.

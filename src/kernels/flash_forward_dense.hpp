@@ -5,7 +5,8 @@
 // tile's rows fall into a few cache sets and evict each other, and every query tile of the head
 // reads them again from L2. Copying each K/V head into rows of exactly D (and Dv) floats once per
 // call, in parallel, costs a pass over K and V; at 1,4096,8,64 the kernel then ran 18% faster
-// (one run, 2 threads: 431 against 365 GFLOP/s; the copy is about 1% of the call).
+// (one run, 2 threads: 431 against 365 GFLOP/s; the copy costs 1–4% of the call, more at
+// shorter sequences: it is linear in N, the attention quadratic).
 //
 // Only the layout changes: every product is computed from the same values in the same order, so
 // the output has the bits of the strided call.
@@ -25,11 +26,8 @@ namespace {
 template <class V, int QV, int JB, int NR, int NV>
 void flash_forward_dense_run(flash_problem p) {
   const bool strided = p.ks[2] != p.D || p.vs[2] != p.Dv;
-  // A head read by one work item only (one query tile, no grouped heads) gains nothing from a
-  // copy: it reads each key tile once either way.
-  const int64_t group = p.Hkv == 0 ? 1 : p.H / p.Hkv;
-  const bool shared = (p.L + QV * V::W - 1) / (QV * V::W) * group > 1;
-  if (!strided || !shared) return flash_forward<V, QV, JB, NR, NV>(p).run();
+  // A head read by one work item only reads each key tile once either way: no copy.
+  if (!strided || heads_read_once(p, QV * V::W)) return flash_forward<V, QV, JB, NR, NV>(p).run();
 
   const int64_t heads = p.B * p.Hkv;
   // Kept from call to call (per calling thread), as flash_forward_bf16_run keeps its packs: a

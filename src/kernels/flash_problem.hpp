@@ -32,6 +32,13 @@ struct flash_problem {
   int64_t kw_row = 0, vw_cols = 0;
 };
 
+// True when each (batch, K/V head) is read by one work item only (one tile of br queries, no
+// grouped heads): copying or packing that head's K and V first would save no reads.
+inline bool heads_read_once(const flash_problem& p, int64_t br) {
+  const int64_t group = p.Hkv == 0 ? 1 : p.H / p.Hkv;
+  return (p.L + br - 1) / br * group == 1;
+}
+
 // Implemented once per instruction set; each runs the whole problem on the OpenMP threads.
 void flash_forward_avx512(const flash_problem& p);
 void flash_forward_avx2(const flash_problem& p);
