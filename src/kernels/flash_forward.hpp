@@ -282,39 +282,49 @@ class flash_forward {
     }
   }
 
-  // The online softmax step: new max, rescale factor, probabilities and their sum.
+  // The online softmax step: new max, rescale factor, probabilities and their sum. The QV
+  // vectors of queries go side by side through the keys: their max and sum are QV independent
+  // chains of dependent additions, which one after another left the FP units waiting.
   void softmax_update(scratch& s, int nk) const {
+    vec mx[QV], m_use[QV], sum[QV];
+    for (int u = 0; u < QV; ++u) mx[u] = V::load(s.m.data() + u * W);
+    for (int jj = 0; jj < nk; ++jj)
+      for (int u = 0; u < QV; ++u) mx[u] = V::max(mx[u], V::load(s.st.data() + jj * BR + u * W));
     for (int u = 0; u < QV; ++u) {
-      const vec m_old = V::load(s.m.data() + u * W);
-      vec mx = m_old;
-      for (int jj = 0; jj < nk; ++jj) mx = V::max(mx, V::load(s.st.data() + jj * BR + u * W));
       // A query that has seen only masked keys keeps max -inf; subtracting 0 instead keeps
       // exp2(-inf - max) = 0 rather than NaN.
-      const vec m_use = V::neg_inf_to_zero(mx);
-      const vec alpha = V::exp2(V::sub(m_old, m_use));
-      vec sum = V::zero();
-      if constexpr (BF16) {
-        // Two keys at a time, rounded into P's bf16 pairs as they come (a missing last key of
-        // an odd tile is 0): no float32 P is stored and read back. The sum is taken in key
-        // order, as below.
-        for (int jj = 0; jj < nk; jj += 2) {
+      m_use[u] = V::neg_inf_to_zero(mx[u]);
+      sum[u] = V::zero();
+    }
+    if constexpr (BF16) {
+      // Two keys at a time, rounded into P's bf16 pairs as they come (a missing last key of an
+      // odd tile is 0): no float32 P is stored and read back. The sum is taken in key order,
+      // as below.
+      for (int jj = 0; jj < nk; jj += 2) {
+        for (int u = 0; u < QV; ++u) {
           const float* x = s.st.data() + jj * BR + u * W;
-          const vec lo = V::exp2(V::sub(V::load(x), m_use));
-          const vec hi = jj + 1 < nk ? V::exp2(V::sub(V::load(x + BR), m_use)) : V::zero();
-          sum = V::add(V::add(sum, lo), hi);
+          const vec lo = V::exp2(V::sub(V::load(x), m_use[u]));
+          const vec hi = jj + 1 < nk ? V::exp2(V::sub(V::load(x + BR), m_use[u])) : V::zero();
+          sum[u] = V::add(V::add(sum[u], lo), hi);
           V::store_words(s.pw.data() + jj / 2 * BR + u * W, V::pack_pairs(lo, hi));
         }
-      } else {
-        for (int jj = 0; jj < nk; ++jj) {
+      }
+    } else {
+      for (int jj = 0; jj < nk; ++jj) {
+        for (int u = 0; u < QV; ++u) {
           float* x = s.st.data() + jj * BR + u * W;
-          const vec pr = V::exp2(V::sub(V::load(x), m_use));
+          const vec pr = V::exp2(V::sub(V::load(x), m_use[u]));
           V::store(x, pr);
-          sum = V::add(sum, pr);
+          sum[u] = V::add(sum[u], pr);
         }
       }
-      V::store(s.m.data() + u * W, mx);
+    }
+    for (int u = 0; u < QV; ++u) {
+      const vec m_old = V::load(s.m.data() + u * W);
+      const vec alpha = V::exp2(V::sub(m_old, m_use[u]));
+      V::store(s.m.data() + u * W, mx[u]);
       V::store(s.alpha.data() + u * W, alpha);
-      V::store(s.l.data() + u * W, V::fmadd(V::load(s.l.data() + u * W), alpha, sum));
+      V::store(s.l.data() + u * W, V::fmadd(V::load(s.l.data() + u * W), alpha, sum[u]));
     }
   }
 
