@@ -5,14 +5,16 @@
 //   scores   Sᵀ[key][query] = K_tile · Qᵀ      (queries along the vector lanes)
 //   softmax  running max m and sum l per query, updated per tile; the accumulator O is
 //            rescaled by 2^(m_old − m_new) when the max grows (the "online softmax")
-//   values   O[query][:] += P[query][key] · V[key][:]
+//   values   Oᵀ[d][query] += V[key][d] · Pᵀ[key][query]   (queries along the lanes again)
 // so the L×S matrix is never stored: memory is O(BR·BC) per thread, linear in the sequence.
 //
 // Why this layout: with queries in the lanes, the row statistics are plain vertical vector
-// operations (no horizontal reductions), K and V are read in place with scalar broadcasts and
-// row loads (no copy of K or V, grouped-query heads just point at their shared K/V head), and
-// only the query tile is repacked (transposed, pre-multiplied by scale·log2 e, so the softmax
-// works in base 2 and exp becomes exp2).
+// operations (no horizontal reductions); both products are the same register block, a few
+// broadcast values of K or V against the query vectors (P·V as rows of V against broadcast
+// values of P ran 3–4% slower overall at 1,2048,8,64); K and V are read in place (grouped-query
+// heads just point at their shared K/V head), and only the query tile is repacked (transposed,
+// pre-multiplied by scale·log2 e, so the softmax works in base 2 and exp becomes exp2). O is
+// transposed back once per work item, as it is written.
 //
 // Each output element is produced by one thread in a fixed order, so results are identical
 // from run to run and do not depend on the number of threads.
@@ -40,7 +42,7 @@ namespace {
 constexpr float log2e = 1.4426950408889634f;
 constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
-template <class V, int QV, int JB, int NR, int NV, bool BF16 = false>
+template <class V, int QV, int JB, int JD, bool BF16 = false>
 class flash_forward {
   using vec = typename V::vec;
 
@@ -48,10 +50,9 @@ class flash_forward {
   static constexpr int W = V::W;
   static constexpr int BR = QV * W;  // queries per tile: QV vectors
   static constexpr int BC = 128;     // keys per tile
-  static_assert(BR % NR == 0, "the P·V micro-kernel must tile the query rows exactly");
 
   explicit flash_forward(const flash_problem& p)
-      : p_(p), dvec_((p.Dv + W - 1) / W), dvp_(dvec_ * W), group_(p.Hkv == 0 ? 1 : p.H / p.Hkv) {
+      : p_(p), group_(p.Hkv == 0 ? 1 : p.H / p.Hkv) {
     // The mask is "per key" when it does not vary along the queries (key padding, [S], [B,1,1,S]).
     if (p.mask != nullptr) mask_mode_ = p.ms[2] == 0 ? mask_mode::per_key : mask_mode::full;
   }
@@ -61,7 +62,7 @@ class flash_forward {
     const int64_t items = p_.B * p_.H * tiles;
 #pragma omp parallel if (items > 1)
     {
-      scratch s(p_.D, dvp_, mask_mode_);
+      scratch s(p_.D, p_.Dv, mask_mode_);
       // Dynamic: under a causal mask a tile's cost grows with its index. Within each head the
       // last (heaviest) tile goes first, so the cheap ones fill in at the end.
 #pragma omp for schedule(dynamic, 1)
@@ -80,17 +81,17 @@ class flash_forward {
     std::vector<float> st;    // [BC][BR]  scores, then probabilities (+ JB rows: the last
                               //           micro-block of keys may run past BC)
     std::vector<float> mt;    // [BC][BR]  the mask tile (full masks) or [BC] (per-key masks)
-    std::vector<float> o;     // [BR][dvp] the unnormalised output
+    std::vector<float> ot;    // [Dv][BR]  the unnormalised output, transposed
     std::vector<float> m, l;  // [BR]      running max (base 2) and sum
     std::vector<float> alpha; // [BR]      this tile's rescale factor
     std::vector<uint32_t> qw; // [D/2][BR] bf16: the query tile as pairs along D (qt unused)
     std::vector<uint32_t> pw; // [BC/2][BR] bf16: P as pairs along the keys
     std::vector<uint32_t> kw, vw;  // bf16 with no packs in the problem: this item's head's packs
-    scratch(int64_t D, int64_t dvp, mask_mode mode)
+    scratch(int64_t D, int64_t Dv, mask_mode mode)
         : qt(BF16 ? 0 : static_cast<size_t>(std::max<int64_t>(D, 1) * BR)),
           st(static_cast<size_t>((BC + JB) * BR)),
           mt(mode == mask_mode::full ? BC * BR : mode == mask_mode::per_key ? BC : 0),
-          o(static_cast<size_t>(BR * dvp)),
+          ot(static_cast<size_t>(std::max<int64_t>(Dv, 1) * BR)),
           m(BR),
           l(BR),
           alpha(BR),
@@ -112,7 +113,7 @@ class flash_forward {
 
     std::fill(s.m.begin(), s.m.end(), neg_inf);
     std::fill(s.l.begin(), s.l.end(), 0.0f);
-    std::fill(s.o.begin(), s.o.end(), 0.0f);
+    std::fill(s.ot.begin(), s.ot.end(), 0.0f);
     // Causal (top-left): the tile's last query sees keys up to its own index; later key tiles
     // are skipped, not computed.
     const int64_t jend = p_.causal ? std::min(p_.S, i0 + rows) : p_.S;
@@ -123,9 +124,7 @@ class flash_forward {
       scores(s, hd, j0, nk, jend);
       apply_masks(s, i0, j0, nk);
       softmax_update(s, nk);
-      rescale_output(s, rows);
-      if constexpr (BF16) accumulate_values_bf16(s, hd, j0, nk, rows);
-      else accumulate_values(s, hd.v, j0, nk, rows);
+      accumulate_values(s, hd, j0, nk);
     }
     write_output(s, b, h, i0, rows);
     if (p_.weights != nullptr) write_weights(s, b, h, i0, rows, hd);
@@ -328,119 +327,72 @@ class flash_forward {
     }
   }
 
-  void rescale_output(scratch& s, int64_t rows) const {
-    for (int64_t r = 0; r < rows; ++r) {
-      const float a = s.alpha[r];
-      if (a == 1.0f) continue;  // the max did not move: nothing to rescale
-      const vec av = V::set1(a);
-      float* orow = s.o.data() + r * dvp_;
-      for (int64_t c = 0; c < dvec_; ++c) V::store(orow + c * W, V::mul(V::load(orow + c * W), av));
-    }
+  // Oᵀ[d][:] ← Oᵀ[d][:] · α + Σ_jj V[j0 + jj][d] · P[jj][:] over the tile's keys, in blocks of
+  // JD values of a row of V × QV vectors of queries: the score block's shape, V's values
+  // broadcast and P's rows (queries along the lanes, as the softmax left them) loaded. The online
+  // softmax's rescale by α rides on the accumulators' first load. (bf16: a pair of keys per
+  // step, P's words against V's packed pairs.)
+  void accumulate_values(scratch& s, const head& hd, int64_t j0, int nk) const {
+    int64_t d0 = 0;
+    for (; d0 + JD <= p_.Dv; d0 += JD) value_block<JD>(s, hd, j0, nk, d0);
+    if (d0 < p_.Dv) value_tail<JD - 1>(static_cast<int>(p_.Dv - d0), s, hd, j0, nk, d0);
   }
 
-  // o[r][:] += Σ_jj P[jj][r] · V[j0 + jj][:], micro-blocks of NR rows × NV vectors.
-  void accumulate_values(scratch& s, const float* vh, int64_t j0, int nk, int64_t rows) const {
-    const float* v0 = vh + j0 * p_.vs[2];
-    const int tail = static_cast<int>(p_.Dv - (dvec_ - 1) * W);  // valid lanes of the last vector
-    for (int64_t r0 = 0; r0 < rows; r0 += NR) {
-      for (int64_t c0 = 0; c0 < dvec_; c0 += NV) {
-        const int nv = static_cast<int>(std::min<int64_t>(NV, dvec_ - c0));
-        const bool last = c0 + nv == dvec_ && tail < W;
-        value_block_dispatch(nv, last, s.st.data() + r0, s.o.data() + r0 * dvp_ + c0 * W,
-                             v0 + c0 * W, nk, tail);
+  // The last n < JD values of the rows (found by recursion on the template).
+  template <int ND>
+  void value_tail(int n, scratch& s, const head& hd, int64_t j0, int nk, int64_t d0) const {
+    if (n == ND) value_block<ND>(s, hd, j0, nk, d0);
+    else if constexpr (ND > 1) value_tail<ND - 1>(n, s, hd, j0, nk, d0);
+  }
+
+  template <int ND>
+  void value_block(scratch& s, const head& hd, int64_t j0, int nk, int64_t d0) const {
+    vec acc[ND][QV];
+    float* ot = s.ot.data() + d0 * BR;
+    for (int u = 0; u < QV; ++u) {
+      const vec alpha = V::load(s.alpha.data() + u * W);
+      for (int x = 0; x < ND; ++x) acc[x][u] = V::mul(V::load(ot + x * BR + u * W), alpha);
+    }
+    if constexpr (BF16) {
+      // j0 is a multiple of BC: even. An odd tile's missing last key is 0 in P's last pair, as
+      // in V's zero-padded last row.
+      const int64_t cols = p_.vw_cols;
+      const uint32_t* vw = hd.vw + j0 / 2 * cols + d0;
+      for (int k = 0; k < (nk + 1) / 2; ++k) {
+        typename V::words pv[QV];
+        for (int u = 0; u < QV; ++u) pv[u] = V::load_words(s.pw.data() + k * BR + u * W);
+        for (int x = 0; x < ND; ++x) {
+          const typename V::words vb = V::set1_word(vw[k * cols + x]);
+          for (int u = 0; u < QV; ++u) acc[x][u] = V::dot(acc[x][u], pv[u], vb);
+        }
       }
-    }
-  }
-
-  void value_block_dispatch(int nv, bool last, const float* pt, float* o, const float* v, int nk,
-                            int tail) const {
-    switch (nv) {
-      case NV: return last ? value_block<NV, true>(pt, o, v, nk, tail) : value_block<NV, false>(pt, o, v, nk, tail);
-      default: break;
-    }
-    if constexpr (NV > 1) {
-      if (nv == 1) return last ? value_block<1, true>(pt, o, v, nk, tail) : value_block<1, false>(pt, o, v, nk, tail);
-    }
-    if constexpr (NV > 2) {
-      if (nv == 2) return last ? value_block<2, true>(pt, o, v, nk, tail) : value_block<2, false>(pt, o, v, nk, tail);
-    }
-    if constexpr (NV > 3) {
-      if (nv == 3) return last ? value_block<3, true>(pt, o, v, nk, tail) : value_block<3, false>(pt, o, v, nk, tail);
-    }
-  }
-
-  template <int NVN, bool TAIL>
-  void value_block(const float* pt, float* o, const float* v, int nk, int tail) const {
-    vec acc[NR][NVN];
-    for (int r = 0; r < NR; ++r)
-      for (int c = 0; c < NVN; ++c) acc[r][c] = V::load(o + r * dvp_ + c * W);
-    for (int jj = 0; jj < nk; ++jj) {
-      const float* vr = v + jj * p_.vs[2];
-      vec vv[NVN];
-      for (int c = 0; c < NVN; ++c)
-        vv[c] = (TAIL && c == NVN - 1) ? V::load_first(vr + c * W, tail) : V::load(vr + c * W);
-      const float* pj = pt + jj * BR;
-      for (int r = 0; r < NR; ++r) {
-        const vec pb = V::set1(pj[r]);
-        for (int c = 0; c < NVN; ++c) acc[r][c] = V::fmadd(pb, vv[c], acc[r][c]);
-      }
-    }
-    for (int r = 0; r < NR; ++r)
-      for (int c = 0; c < NVN; ++c) V::store(o + r * dvp_ + c * W, acc[r][c]);
-  }
-
-  // bf16: o[r][:] += Σ_pairs P-pair[r] · V-pair[:] with dot, P's pairs as softmax_update
-  // rounded them (an odd tile's missing last key is 0, as is its zero-padded row of V).
-  void accumulate_values_bf16(scratch& s, const head& hd, int64_t j0, int nk, int64_t rows) const {
-    const int pairs = (nk + 1) / 2;
-    const uint32_t* v0 = hd.vw + j0 / 2 * p_.vw_cols;  // j0 is a multiple of BC: even
-    for (int64_t r0 = 0; r0 < rows; r0 += NR) {
-      for (int64_t c0 = 0; c0 < dvec_; c0 += NV) {
-        const uint32_t* pw = s.pw.data() + r0;
-        float* o = s.o.data() + r0 * dvp_ + c0 * W;
-        const uint32_t* v = v0 + c0 * W;
-        switch (std::min<int64_t>(NV, dvec_ - c0)) {
-          case 1: value_block_bf16<1>(pw, o, v, pairs); break;
-          case 2: value_block_bf16<std::min(2, NV)>(pw, o, v, pairs); break;
-          case 3: value_block_bf16<std::min(3, NV)>(pw, o, v, pairs); break;
-          default: value_block_bf16<NV>(pw, o, v, pairs); break;
+    } else {
+      const int64_t vs = p_.vs[2];
+      const float* v = hd.v + j0 * vs + d0;
+      for (int jj = 0; jj < nk; ++jj) {
+        vec pv[QV];
+        for (int u = 0; u < QV; ++u) pv[u] = V::load(s.st.data() + jj * BR + u * W);
+        for (int x = 0; x < ND; ++x) {
+          const vec vb = V::set1(v[jj * vs + x]);
+          for (int u = 0; u < QV; ++u) acc[x][u] = V::fmadd(vb, pv[u], acc[x][u]);
         }
       }
     }
+    for (int x = 0; x < ND; ++x)
+      for (int u = 0; u < QV; ++u) V::store(ot + x * BR + u * W, acc[x][u]);
   }
 
-  // NR rows × NVN vectors of o; V's padded columns are zero, so no tail lanes need masking.
-  template <int NVN>
-  void value_block_bf16(const uint32_t* pw, float* o, const uint32_t* v, int pairs) const {
-    vec acc[NR][NVN];
-    for (int r = 0; r < NR; ++r)
-      for (int c = 0; c < NVN; ++c) acc[r][c] = V::load(o + r * dvp_ + c * W);
-    for (int k = 0; k < pairs; ++k) {
-      const uint32_t* vr = v + k * p_.vw_cols;
-      typename V::words vv[NVN];
-      for (int c = 0; c < NVN; ++c) vv[c] = V::load_words(vr + c * W);
-      const uint32_t* pk = pw + k * BR;
-      for (int r = 0; r < NR; ++r) {
-        const typename V::words pb = V::set1_word(pk[r]);
-        for (int c = 0; c < NVN; ++c) acc[r][c] = V::dot(acc[r][c], pb, vv[c]);
-      }
-    }
-    for (int r = 0; r < NR; ++r)
-      for (int c = 0; c < NVN; ++c) V::store(o + r * dvp_ + c * W, acc[r][c]);
-  }
-
-  // out[i0 + r][:] = o[r][:] / l[r]; a row that saw no unmasked key is exactly 0.
+  // out[i0 + r][:] = Oᵀ[:][r] / l[r]; a row that saw no unmasked key is exactly 0. (Divided in
+  // place along the lanes, then written row by row.)
   void write_output(scratch& s, int64_t b, int64_t h, int64_t i0, int64_t rows) const {
-    const int tail = static_cast<int>(p_.Dv - (dvec_ - 1) * W);
+    for (int64_t d = 0; d < p_.Dv; ++d)
+      for (int u = 0; u < QV; ++u) {
+        float* x = s.ot.data() + d * BR + u * W;
+        V::store(x, V::div_or_zero(V::load(x), V::load(s.l.data() + u * W)));
+      }
     for (int64_t r = 0; r < rows; ++r) {
       float* dst = p_.out + ((b * p_.H + h) * p_.L + i0 + r) * p_.Dv;
-      const float* src = s.o.data() + r * dvp_;
-      const vec l = V::set1(s.l[r]);
-      for (int64_t c = 0; c < dvec_; ++c) {
-        const vec x = V::div_or_zero(V::load(src + c * W), l);
-        if (c == dvec_ - 1 && tail < W) V::store_first(dst + c * W, x, tail);
-        else V::store(dst + c * W, x);
-      }
+      for (int64_t d = 0; d < p_.Dv; ++d) dst[d] = s.ot[static_cast<size_t>(d * BR + r)];
       // ln Σ exp(score) = (m + log2 l) · ln 2, m the base-2 running max; −inf when all masked.
       if (p_.lse != nullptr)
         p_.lse[(b * p_.H + h) * p_.L + i0 + r] =
@@ -477,7 +429,7 @@ class flash_forward {
   }
 
   const flash_problem& p_;
-  const int64_t dvec_, dvp_, group_;
+  const int64_t group_;
   mask_mode mask_mode_ = mask_mode::none;
 };
 

@@ -15,7 +15,7 @@
 namespace attn::kernels {
 namespace {
 
-template <class V, int QV, int JB, int NR, int NV>
+template <class V, int QV, int JB, int JD>
 void flash_forward_bf16_run(flash_problem p) {
   constexpr int W = V::W;
   const int64_t heads = p.B * p.Hkv, pairs = (p.S + 1) / 2;
@@ -24,7 +24,7 @@ void flash_forward_bf16_run(flash_problem p) {
   // Where each K/V head is read by one work item only (one query tile, no grouped heads: short
   // sequences), the work item packs its own head (kw, vw left null): no pass over all heads
   // before the kernel, and no second parallel region.
-  if (heads_read_once(p, QV * W)) return flash_forward<V, QV, JB, NR, NV, true>(p).run();
+  if (heads_read_once(p, QV * W)) return flash_forward<V, QV, JB, JD, true>(p).run();
   // Kept from call to call (per calling thread): a fresh half-size copy of K and V each time
   // cost more in page faults than the packing itself (about a tenth of the run at
   // 2,1024,16,128). Every word is written, the padding as zeros, so no clearing is needed.
@@ -42,7 +42,7 @@ void flash_forward_bf16_run(flash_problem p) {
   }
   p.kw = kw;
   p.vw = vw;
-  flash_forward<V, QV, JB, NR, NV, true>(p).run();
+  flash_forward<V, QV, JB, JD, true>(p).run();
 }
 
 }  // namespace

@@ -8,13 +8,14 @@
 
 namespace attn::kernels {
 
-// 64 queries × 5 keys of scores (the float32 kernel takes 6), 4 rows × 4 vectors of P·V; each
-// instruction multiplies two elements of D (or two keys) per lane. With half as many steps of D
-// per block the broadcasts weigh less than in float32, and 5 keys cover a tile of 128 with 2
-// spare where 6 compute 4: 3% faster at N ≥ 1024 (interleaved attn bench runs). The block size
-// changes no result: each score is the same sum either way.
+// 64 queries × 5 keys of scores (the float32 kernel takes 6), 4 values of V × 64 queries of
+// P·V (5 or 6 values ran the same, within the noise); each instruction multiplies two elements
+// of D (or two keys) per lane. With half as many steps of D per block the broadcasts weigh less
+// than in float32, and 5 keys cover a tile of 128 with 2 spare where 6 compute 4: 3% faster at
+// N ≥ 1024 (interleaved attn bench runs). The block size changes no result: each score is the
+// same sum either way.
 void flash_forward_bf16_avx512(const flash_problem& p) {
-  flash_forward_bf16_run<simd::avx512_bf16, 4, 5, 4, 4>(p);
+  flash_forward_bf16_run<simd::avx512_bf16, 4, 5, 4>(p);
 }
 
 }  // namespace attn::kernels
