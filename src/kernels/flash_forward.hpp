@@ -148,33 +148,34 @@ class flash_forward {
     return hd;
   }
 
-  // qt[d][r] = q[i0 + r][d] · scale · log2 e; rows past L are zero. (bf16: qw[d/2][r] holds
-  // the pair d, d + 1, each rounded to bf16 after the scaling.)
+  // qt[d][r] = q[i0 + r][d] · scale · log2 e; rows past L are zero. Blocks of W rows × W values
+  // of D, transposed in registers. (bf16: qw[d/2][r] holds the pair d, d + 1, each rounded to
+  // bf16 after the scaling, an odd D's last pair with a zero; blocks of W rows × W pairs.)
   void pack_queries(scratch& s, int64_t b, int64_t h, int64_t i0, int64_t rows) const {
-    const float c = p_.scale * log2e;
+    constexpr int per = BF16 ? 2 * W : W;  // elements of D per block
+    const vec c = V::set1(p_.scale * log2e);
     const float* qb = p_.q + b * p_.qs[0] + h * p_.qs[1] + i0 * p_.qs[2];
-    if constexpr (BF16) {
-      const vec cv = V::set1(c);
-      const int64_t full = p_.D / (2 * W) * (2 * W);  // D's elements packed a vector of words at a time
-      alignas(64) uint32_t words[W];
-      for (int64_t r = 0; r < BR; ++r) {
-        const float* qr = qb + r * p_.qs[2];
-        for (int64_t d = 0; d < full; d += 2 * W) {
-          if (r < rows) V::store_words(words, V::pack_consecutive(V::mul(V::load(qr + d), cv),
-                                                                  V::mul(V::load(qr + d + W), cv)));
-          for (int i = 0; i < W; ++i) s.qw[(d / 2 + i) * BR + r] = r < rows ? words[i] : 0u;
+    // x[at …] · c, n of them (zeros past n)
+    const auto load = [&](const float* x, int64_t at, int64_t n) {
+      if (n <= 0) return V::zero();
+      return V::mul(n >= W ? V::load(x + at) : V::load_first(x + at, static_cast<int>(n)), c);
+    };
+    for (int u = 0; u < QV; ++u) {
+      for (int64_t d0 = 0; d0 < p_.D; d0 += per) {
+        const int64_t nd = std::min<int64_t>(per, p_.D - d0);
+        vec x[W];
+        for (int i = 0; i < W; ++i) {
+          const float* qr = qb + (u * W + i) * p_.qs[2] + d0;
+          if (u * W + i >= rows) x[i] = V::zero();
+          else if constexpr (BF16) x[i] = V::as_floats(V::pack_consecutive(load(qr, 0, nd), load(qr, W, nd - W)));
+          else x[i] = load(qr, 0, nd);
         }
-        for (int64_t d = full; d < p_.D; d += 2) {
-          const uint32_t lo = r < rows ? float_to_bf16(qr[d] * c) : 0u;
-          const uint32_t hi = r < rows && d + 1 < p_.D ? float_to_bf16(qr[d + 1] * c) : 0u;
-          s.qw[d / 2 * BR + r] = lo | hi << 16;
+        V::transpose(x);
+        for (int j = 0; j < (nd + per / W - 1) / (per / W); ++j) {
+          if constexpr (BF16) V::store_words(s.qw.data() + (d0 / 2 + j) * BR + u * W, V::as_words(x[j]));
+          else V::store(s.qt.data() + (d0 + j) * BR + u * W, x[j]);
         }
       }
-      return;
-    }
-    for (int64_t r = 0; r < BR; ++r) {
-      const float* qr = qb + r * p_.qs[2];
-      for (int64_t d = 0; d < p_.D; ++d) s.qt[d * BR + r] = r < rows ? qr[d] * c : 0.0f;
     }
   }
 
@@ -382,22 +383,30 @@ class flash_forward {
       for (int u = 0; u < QV; ++u) V::store(ot + x * BR + u * W, acc[x][u]);
   }
 
-  // out[i0 + r][:] = Oᵀ[:][r] / l[r]; a row that saw no unmasked key is exactly 0. (Divided in
-  // place along the lanes, then written row by row.)
+  // out[i0 + r][:] = Oᵀ[:][r] / l[r]; a row that saw no unmasked key is exactly 0. Blocks of
+  // W values × W queries are divided along the lanes, then transposed in registers.
   void write_output(scratch& s, int64_t b, int64_t h, int64_t i0, int64_t rows) const {
-    for (int64_t d = 0; d < p_.Dv; ++d)
-      for (int u = 0; u < QV; ++u) {
-        float* x = s.ot.data() + d * BR + u * W;
-        V::store(x, V::div_or_zero(V::load(x), V::load(s.l.data() + u * W)));
+    float* out = p_.out + ((b * p_.H + h) * p_.L + i0) * p_.Dv;
+    for (int u = 0; u < QV && u * W < rows; ++u) {
+      const vec l = V::load(s.l.data() + u * W);
+      const int nr = static_cast<int>(std::min<int64_t>(W, rows - u * W));
+      for (int64_t d0 = 0; d0 < p_.Dv; d0 += W) {
+        const int nd = static_cast<int>(std::min<int64_t>(W, p_.Dv - d0));
+        vec x[W];
+        for (int i = 0; i < W; ++i)
+          x[i] = i < nd ? V::div_or_zero(V::load(s.ot.data() + (d0 + i) * BR + u * W), l) : V::zero();
+        V::transpose(x);
+        for (int i = 0; i < nr; ++i) {
+          float* dst = out + (u * W + i) * p_.Dv + d0;
+          if (nd == W) V::store(dst, x[i]);
+          else V::store_first(dst, x[i], nd);
+        }
       }
-    for (int64_t r = 0; r < rows; ++r) {
-      float* dst = p_.out + ((b * p_.H + h) * p_.L + i0 + r) * p_.Dv;
-      for (int64_t d = 0; d < p_.Dv; ++d) dst[d] = s.ot[static_cast<size_t>(d * BR + r)];
-      // ln Σ exp(score) = (m + log2 l) · ln 2, m the base-2 running max; −inf when all masked.
-      if (p_.lse != nullptr)
-        p_.lse[(b * p_.H + h) * p_.L + i0 + r] =
-            s.l[r] > 0.0f ? (s.m[r] + std::log2(s.l[r])) / log2e : neg_inf;
     }
+    // ln Σ exp(score) = (m + log2 l) · ln 2, m the base-2 running max; −inf when all masked.
+    if (p_.lse != nullptr)
+      for (int64_t r = 0; r < rows; ++r)
+        p_.lse[(b * p_.H + h) * p_.L + i0 + r] = s.l[r] > 0.0f ? (s.m[r] + std::log2(s.l[r])) / log2e : neg_inf;
   }
 
   // The normalised weights, recomputed tile by tile from the final max and sum (only when the

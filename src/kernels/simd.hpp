@@ -59,6 +59,37 @@ struct avx512 {
     return _mm512_maskz_div_ps(nz, a, l);
   }
 
+  // x[i][j] ↔ x[j][i] for a 16 × 16 block: pairs of rows interleaved, then pairs of pairs, then
+  // 128-bit quarters twice (64 shuffles).
+  static void transpose(vec (&x)[W]) {
+    vec t[W];
+    for (int i = 0; i < W; i += 2) {
+      t[i] = _mm512_unpacklo_ps(x[i], x[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(x[i], x[i + 1]);
+    }
+    // x[4g + k], quarter q: column 4q + k of rows 4g … 4g + 3.
+    for (int i = 0; i < W; i += 4) {
+      const auto pd = [](vec v) { return _mm512_castps_pd(v); };
+      x[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[i]), pd(t[i + 2])));
+      x[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[i]), pd(t[i + 2])));
+      x[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[i + 1]), pd(t[i + 3])));
+      x[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[i + 1]), pd(t[i + 3])));
+    }
+    // Quarters 0, 2 (0x88) or 1, 3 (0xdd) of the first operand, then of the second.
+    for (int k = 0; k < 4; ++k) {
+      t[k] = _mm512_shuffle_f32x4(x[k], x[4 + k], 0x88);
+      t[4 + k] = _mm512_shuffle_f32x4(x[k], x[4 + k], 0xdd);
+      t[8 + k] = _mm512_shuffle_f32x4(x[8 + k], x[12 + k], 0x88);
+      t[12 + k] = _mm512_shuffle_f32x4(x[8 + k], x[12 + k], 0xdd);
+    }
+    for (int k = 0; k < 4; ++k) {
+      x[k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0x88);
+      x[8 + k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0xdd);
+      x[4 + k] = _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0x88);
+      x[12 + k] = _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0xdd);
+    }
+  }
+
   // 2^u for u ≤ 0 (and NaN). vreduceps gives f = u - floor(u) in one instruction, vscalefps
   // multiplies by 2^floor(u) without building exponent bits by hand.
   static vec exp2(vec u) {
@@ -110,6 +141,26 @@ struct avx2 {
   static vec div_or_zero(vec a, vec l) {
     const vec nz = _mm256_cmp_ps(l, zero(), _CMP_NEQ_UQ);
     return _mm256_and_ps(nz, _mm256_div_ps(a, l));
+  }
+
+  // x[i][j] ↔ x[j][i] for an 8 × 8 block: pairs of rows interleaved, pairs of pairs, then halves.
+  static void transpose(vec (&x)[W]) {
+    vec t[W], u[W];
+    for (int i = 0; i < W; i += 2) {
+      t[i] = _mm256_unpacklo_ps(x[i], x[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(x[i], x[i + 1]);
+    }
+    // u[4g + k], half h: column 4h + k of rows 4g … 4g + 3.
+    for (int i = 0; i < W; i += 4) {
+      u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+      u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+      u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int k = 0; k < 4; ++k) {
+      x[k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x20);
+      x[4 + k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x31);
+    }
   }
 
   // 2^u for u ≤ 0 (and NaN): floor, polynomial, then 2^floor(u) built in the exponent bits.

@@ -26,6 +26,9 @@ struct avx512_pairs : avx512 {
   static words load_words(const uint32_t* p) { return _mm512_loadu_si512(p); }
   static void store_words(uint32_t* p, words w) { _mm512_storeu_si512(p, w); }
   static words set1_word(uint32_t w) { return _mm512_set1_epi32(static_cast<int>(w)); }
+  // The same 32 bits per lane, seen as floats (to move words with the float shuffles) or back.
+  static vec as_floats(words w) { return _mm512_castsi512_ps(w); }
+  static words as_words(vec x) { return _mm512_castps_si512(x); }
 
   // Each lane's float32 rounded to bf16 exactly as attn::float_to_bf16 does (nearest, ties to
   // even; NaN quiet; subnormals → ±0), left in the high half, the low half zero.
@@ -108,6 +111,8 @@ struct avx2_bf16_emulated : avx2 {
   static words load_words(const uint32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static void store_words(uint32_t* p, words w) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), w); }
   static words set1_word(uint32_t w) { return _mm256_set1_epi32(static_cast<int>(w)); }
+  static vec as_floats(words w) { return _mm256_castsi256_ps(w); }
+  static words as_words(vec x) { return _mm256_castps_si256(x); }
 
   static __m256i round_to_high_half(vec x) {
     const __m256i b = _mm256_castps_si256(x);
