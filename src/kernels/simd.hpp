@@ -60,33 +60,43 @@ struct avx512 {
   }
 
   // x[i][j] ↔ x[j][i] for a 16 × 16 block: pairs of rows interleaved, then pairs of pairs, then
-  // 128-bit quarters twice (64 shuffles).
+  // 128-bit quarters twice (64 shuffles). (The masked forms with every lane selected compile to
+  // the plain instructions; the plain intrinsics' placeholder operand trips GCC 12's
+  // -Wuninitialized in the sanitizer build.)
   static void transpose(vec (&x)[W]) {
+    constexpr __mmask16 all = 0xFFFF;
+    const auto lo_pairs = [](vec a, vec b) {  // 64-bit halves of each quarter, interleaved
+      const __m512d ad = _mm512_castps_pd(a);
+      return _mm512_castpd_ps(_mm512_mask_unpacklo_pd(ad, 0xFF, ad, _mm512_castps_pd(b)));
+    };
+    const auto hi_pairs = [](vec a, vec b) {
+      const __m512d ad = _mm512_castps_pd(a);
+      return _mm512_castpd_ps(_mm512_mask_unpackhi_pd(ad, 0xFF, ad, _mm512_castps_pd(b)));
+    };
     vec t[W];
     for (int i = 0; i < W; i += 2) {
-      t[i] = _mm512_unpacklo_ps(x[i], x[i + 1]);
-      t[i + 1] = _mm512_unpackhi_ps(x[i], x[i + 1]);
+      t[i] = _mm512_mask_unpacklo_ps(x[i], all, x[i], x[i + 1]);
+      t[i + 1] = _mm512_mask_unpackhi_ps(x[i], all, x[i], x[i + 1]);
     }
     // x[4g + k], quarter q: column 4q + k of rows 4g … 4g + 3.
     for (int i = 0; i < W; i += 4) {
-      const auto pd = [](vec v) { return _mm512_castps_pd(v); };
-      x[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[i]), pd(t[i + 2])));
-      x[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[i]), pd(t[i + 2])));
-      x[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[i + 1]), pd(t[i + 3])));
-      x[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[i + 1]), pd(t[i + 3])));
+      x[i] = lo_pairs(t[i], t[i + 2]);
+      x[i + 1] = hi_pairs(t[i], t[i + 2]);
+      x[i + 2] = lo_pairs(t[i + 1], t[i + 3]);
+      x[i + 3] = hi_pairs(t[i + 1], t[i + 3]);
     }
     // Quarters 0, 2 (0x88) or 1, 3 (0xdd) of the first operand, then of the second.
     for (int k = 0; k < 4; ++k) {
-      t[k] = _mm512_shuffle_f32x4(x[k], x[4 + k], 0x88);
-      t[4 + k] = _mm512_shuffle_f32x4(x[k], x[4 + k], 0xdd);
-      t[8 + k] = _mm512_shuffle_f32x4(x[8 + k], x[12 + k], 0x88);
-      t[12 + k] = _mm512_shuffle_f32x4(x[8 + k], x[12 + k], 0xdd);
+      t[k] = _mm512_mask_shuffle_f32x4(x[k], all, x[k], x[4 + k], 0x88);
+      t[4 + k] = _mm512_mask_shuffle_f32x4(x[k], all, x[k], x[4 + k], 0xdd);
+      t[8 + k] = _mm512_mask_shuffle_f32x4(x[8 + k], all, x[8 + k], x[12 + k], 0x88);
+      t[12 + k] = _mm512_mask_shuffle_f32x4(x[8 + k], all, x[8 + k], x[12 + k], 0xdd);
     }
     for (int k = 0; k < 4; ++k) {
-      x[k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0x88);
-      x[8 + k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0xdd);
-      x[4 + k] = _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0x88);
-      x[12 + k] = _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0xdd);
+      x[k] = _mm512_mask_shuffle_f32x4(t[k], all, t[k], t[8 + k], 0x88);
+      x[8 + k] = _mm512_mask_shuffle_f32x4(t[k], all, t[k], t[8 + k], 0xdd);
+      x[4 + k] = _mm512_mask_shuffle_f32x4(t[4 + k], all, t[4 + k], t[12 + k], 0x88);
+      x[12 + k] = _mm512_mask_shuffle_f32x4(t[4 + k], all, t[4 + k], t[12 + k], 0xdd);
     }
   }
 
