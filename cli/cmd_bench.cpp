@@ -80,8 +80,8 @@ void report(const bench_args& args, const bench_shape& s, int threads, double me
 void bench_one(const bench_args& args, const bench_shape& s, int threads) {
   std::mt19937 rng(42);
   // Q, K, V stored [B, N, H, D] (the layout of a fused projection, and of the ONNX Runtime
-  // peer's input), viewed as [B, H, N, D]: the float32 kernel copies K and V into adjacent rows
-  // once per call (src/kernels/flash_forward_dense.hpp), so its time is in the figures.
+  // peer's input), viewed as [B, H, N, D]: the float32 kernel copies V into adjacent rows once
+  // per call (src/kernels/flash_forward_dense.hpp), so that copy's time is in the figures.
   const tensor q = random_tensor({s.B, s.N, s.H, s.D}, rng).transpose(1, 2);
   const tensor k = random_tensor({s.B, s.N, s.H, s.D}, rng).transpose(1, 2);
   const tensor v = random_tensor({s.B, s.N, s.H, s.D}, rng).transpose(1, 2);

@@ -91,9 +91,9 @@ void initialise(nn::network<float>& net, const train_options& o, const word_inde
   }
   // The word window as PyTorch's Conv1d starts: U(±1/√fan_in), fan_in = window · Ein.
   if (s.window > 0) {
-    const double fan_in = 1.0 / std::sqrt(static_cast<double>(s.window * s.embed));
-    fill_uniform(net.window_weight.value, r, fan_in);
-    fill_uniform(net.window_bias.value, r, fan_in);
+    const double bound = 1.0 / std::sqrt(static_cast<double>(s.window * s.embed));
+    fill_uniform(net.window_weight.value, r, bound);
+    fill_uniform(net.window_bias.value, r, bound);
   }
   if (s.layers == 0) initialise_attention(net.attention, s.embed, s.width, r);
   for (nn::encoder_parameters<float>& l : net.layers) {
