@@ -21,6 +21,9 @@ class tensor {
  public:
   tensor() = default;                                   // rank 0, no storage: empty()
   explicit tensor(shape_t shape, float fill = 0.0f);    // dense, row-major
+  // Dense, row-major, values left unset (like torch.empty): for outputs a kernel writes in
+  // full, where filling first would be a pass over memory for nothing.
+  static tensor uninitialized(shape_t shape);
   tensor(shape_t shape, std::vector<float> values);     // values.size() must equal numel
   // A view of existing storage (used for strided views).
   tensor(std::shared_ptr<std::vector<float>> storage, int64_t offset, shape_t shape,

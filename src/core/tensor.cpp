@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 
@@ -75,6 +76,14 @@ tensor::tensor(std::shared_ptr<float> base, int64_t offset, shape_t shape, shape
     : storage_(std::move(base)), offset_(offset), shape_(std::move(shape)),
       strides_(std::move(strides)) {
   if (shape_.size() != strides_.size()) throw_usage("shape and strides differ in rank");
+}
+
+tensor tensor::uninitialized(shape_t shape) {
+  const int64_t n = shape_numel(shape);
+  shape_t strides = contiguous_strides(shape);
+  std::shared_ptr<float> values(new float[static_cast<size_t>(std::max<int64_t>(n, 1))],
+                                std::default_delete<float[]>());
+  return tensor(std::move(values), 0, std::move(shape), std::move(strides));
 }
 
 tensor tensor::view(float* data, shape_t shape) {

@@ -29,9 +29,10 @@ tensor sdpa(const tensor& q, const tensor& k, const tensor& v, const sdpa_option
   const tensor qc = kernels::rows_contiguous(q), kc = kernels::rows_contiguous(k),
                vc = kernels::rows_contiguous(v);
   kernels::flash_problem p = kernels::describe_problem(qc, kc, vc, options);
-  tensor out({p.B, p.H, p.L, p.Dv});
+  // The kernel writes every element of both (a row that sees no key as zeros).
+  tensor out = tensor::uninitialized({p.B, p.H, p.L, p.Dv});
   tensor weights;
-  if (weights_out != nullptr) weights = tensor({p.B, p.H, p.L, p.S});
+  if (weights_out != nullptr) weights = tensor::uninitialized({p.B, p.H, p.L, p.S});
   p.out = out.data();
   p.weights = weights_out != nullptr ? weights.data() : nullptr;
 

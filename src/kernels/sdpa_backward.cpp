@@ -31,7 +31,9 @@ tensor sdpa_forward(const tensor& q, const tensor& k, const tensor& v, const sdp
   check_sdpa_shapes(q, k, v, options.attn_mask);
   const tensor qc = rows_contiguous(q), kc = rows_contiguous(k), vc = rows_contiguous(v);
   kernels::flash_problem p = describe_problem(qc, kc, vc, options);
-  tensor out({p.B, p.H, p.L, p.Dv}), row_lse({p.B, p.H, p.L});
+  // The kernel writes every element of both.
+  tensor out = tensor::uninitialized({p.B, p.H, p.L, p.Dv}),
+         row_lse = tensor::uninitialized({p.B, p.H, p.L});
   p.out = out.data();
   p.lse = row_lse.data();
 #if defined(__x86_64__) || defined(__i386__)
