@@ -113,7 +113,9 @@ class flash_forward {
 
     std::fill(s.m.begin(), s.m.end(), neg_inf);
     std::fill(s.l.begin(), s.l.end(), 0.0f);
-    std::fill(s.ot.begin(), s.ot.end(), 0.0f);
+    // Oᵀ starts as the first key tile's products rather than as zeros to add them to: the fill
+    // was 2% of the time at 16,64,8,64 (perf).
+    bool first = true;
     // Causal (top-left): the tile's last query sees keys up to its own index; later key tiles
     // are skipped, not computed.
     const int64_t jend = p_.causal ? std::min(p_.S, i0 + rows) : p_.S;
@@ -124,8 +126,10 @@ class flash_forward {
       scores(s, hd, j0, nk, jend);
       apply_masks(s, i0, j0, nk);
       softmax_update(s, nk);
-      accumulate_values(s, hd, j0, nk);
+      accumulate_values(s, hd, j0, nk, first);
+      first = false;
     }
+    if (first) std::fill(s.ot.begin(), s.ot.end(), 0.0f);  // every key masked: the rows are 0
     write_output(s, b, h, i0, rows);
     if (p_.weights != nullptr) write_weights(s, b, h, i0, rows, hd);
   }
@@ -331,28 +335,31 @@ class flash_forward {
   // Oᵀ[d][:] ← Oᵀ[d][:] · α + Σ_jj V[j0 + jj][d] · P[jj][:] over the tile's keys, in blocks of
   // JD values of a row of V × QV vectors of queries: the score block's shape, V's values
   // broadcast and P's rows (queries along the lanes, as the softmax left them) loaded. The online
-  // softmax's rescale by α rides on the accumulators' first load. (bf16: a pair of keys per
-  // step, P's words against V's packed pairs.)
-  void accumulate_values(scratch& s, const head& hd, int64_t j0, int nk) const {
+  // softmax's rescale by α rides on the accumulators' first load; the first tile starts from 0
+  // (Oᵀ · α would be 0 · 0 there). (bf16: a pair of keys per step, P's words against V's packed
+  // pairs.)
+  void accumulate_values(scratch& s, const head& hd, int64_t j0, int nk, bool first) const {
     int64_t d0 = 0;
-    for (; d0 + JD <= p_.Dv; d0 += JD) value_block<JD>(s, hd, j0, nk, d0);
-    if (d0 < p_.Dv) value_tail<JD - 1>(static_cast<int>(p_.Dv - d0), s, hd, j0, nk, d0);
+    for (; d0 + JD <= p_.Dv; d0 += JD) value_block<JD>(s, hd, j0, nk, d0, first);
+    if (d0 < p_.Dv) value_tail<JD - 1>(static_cast<int>(p_.Dv - d0), s, hd, j0, nk, d0, first);
   }
 
   // The last n < JD values of the rows (found by recursion on the template).
   template <int ND>
-  void value_tail(int n, scratch& s, const head& hd, int64_t j0, int nk, int64_t d0) const {
-    if (n == ND) value_block<ND>(s, hd, j0, nk, d0);
-    else if constexpr (ND > 1) value_tail<ND - 1>(n, s, hd, j0, nk, d0);
+  void value_tail(int n, scratch& s, const head& hd, int64_t j0, int nk, int64_t d0,
+                  bool first) const {
+    if (n == ND) value_block<ND>(s, hd, j0, nk, d0, first);
+    else if constexpr (ND > 1) value_tail<ND - 1>(n, s, hd, j0, nk, d0, first);
   }
 
   template <int ND>
-  void value_block(scratch& s, const head& hd, int64_t j0, int nk, int64_t d0) const {
+  void value_block(scratch& s, const head& hd, int64_t j0, int nk, int64_t d0, bool first) const {
     vec acc[ND][QV];
     float* ot = s.ot.data() + d0 * BR;
     for (int u = 0; u < QV; ++u) {
       const vec alpha = V::load(s.alpha.data() + u * W);
-      for (int x = 0; x < ND; ++x) acc[x][u] = V::mul(V::load(ot + x * BR + u * W), alpha);
+      for (int x = 0; x < ND; ++x)
+        acc[x][u] = first ? V::zero() : V::mul(V::load(ot + x * BR + u * W), alpha);
     }
     if constexpr (BF16) {
       // j0 is a multiple of BC: even. An odd tile's missing last key is 0 in P's last pair, as
