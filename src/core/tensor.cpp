@@ -83,6 +83,11 @@ tensor tensor::uninitialized(shape_t shape) {
   shape_t strides = contiguous_strides(shape);
   std::shared_ptr<float> values(new float[static_cast<size_t>(std::max<int64_t>(n, 1))],
                                 std::default_delete<float[]>());
+#ifdef ATTN_POISON_UNINITIALIZED
+  // Sanitizer builds: NaNs, so that an output element a kernel forgets to write fails the tests
+  // instead of passing on memory that happened to be zero.
+  std::fill(values.get(), values.get() + n, std::numeric_limits<float>::quiet_NaN());
+#endif
   return tensor(std::move(values), 0, std::move(shape), std::move(strides));
 }
 
