@@ -65,7 +65,10 @@ sdpa_gradients sdpa_backward(const tensor& q, const tensor& k, const tensor& v, 
     p.os[i] = oc.strides()[static_cast<size_t>(i)];
     p.gs[i] = gc.strides()[static_cast<size_t>(i)];
   }
-  sdpa_gradients g{tensor({B, H, L, D}), tensor({B, Hkv, S, D}), tensor({B, Hkv, S, Dv})};
+  // The kernel writes every element of the three (each key tile's dK and dV rows once, every
+  // row of dQ once), so none is filled first.
+  sdpa_gradients g{tensor::uninitialized({B, H, L, D}), tensor::uninitialized({B, Hkv, S, D}),
+                   tensor::uninitialized({B, Hkv, S, Dv})};
   p.dq = g.dq.data(), p.dk = g.dk.data(), p.dv = g.dv.data();
 #if defined(__x86_64__) || defined(__i386__)
   if (options.dtype == sdpa_dtype::bf16) kernels::flash_backward_bf16(p);
