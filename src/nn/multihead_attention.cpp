@@ -215,7 +215,7 @@ tensor multihead_attention::forward(const tensor& query, const tensor& key, cons
   // Projection `which` (0 q, 1 k, 2 v) of x [B, n, in] → [B, n, E].
   const auto project = [&](const tensor& x, int64_t n, int which) {
     const tensor xc = x.contiguous();
-    tensor y({B, n, E});
+    tensor y = tensor::uninitialized({B, n, E});  // written whole: the product never reads it
     if (!p.in.empty()) p.in.apply(xc.data(), B * n, y.data(), E, which * E, E);
     else (which == 0 ? p.q : which == 1 ? p.k : p.v).apply(xc.data(), B * n, y.data());
     return y;
@@ -285,7 +285,7 @@ tensor multihead_attention::forward(const tensor& query, const tensor& key, cons
     for (int64_t h = 0; h < H; ++h)
       std::copy_n(od + ((b * H + h) * L + l) * hd, hd, concat + bl * E + h * hd);
   }
-  tensor y({B, L, E});
+  tensor y = tensor::uninitialized({B, L, E});  // written whole: the product never reads it
   p.out.apply(concat, B * L, y.data());
   return y;
 }
