@@ -11,8 +11,9 @@
 // Why this layout: with queries in the lanes, the row statistics are plain vertical vector
 // operations (no horizontal reductions); both products are the same register block, a few
 // broadcast values of K or V against the query vectors (P·V as rows of V against broadcast
-// values of P ran 3–4% slower overall at 1,2048,8,64); K and V are read in place (grouped-query
-// heads just point at their shared K/V head), and only the query tile is repacked (transposed,
+// values of P ran 3–4% slower overall at 1,2048,8,64); K and V are read where the caller puts
+// them (grouped-query heads just point at their shared K/V head; flash_forward_dense.hpp first
+// copies a strided V into adjacent rows), and the query tile is repacked per item (transposed,
 // pre-multiplied by scale·log2 e, so the softmax works in base 2 and exp becomes exp2). O is
 // transposed back once per work item, as it is written.
 //
@@ -21,8 +22,8 @@
 //
 // With BF16 the two products take bf16 operands and accumulate in float32 (V then is one of
 // simd_bf16.hpp's structs): the query tile is packed as bf16 pairs along D, K and V come
-// pre-packed (flash_problem's kw, vw), and P is rounded to bf16 pairs along the keys as the
-// softmax computes it. The softmax, masks and rescaling are the float32 ones, unchanged.
+// pre-packed (flash_problem's kw, vw; or, where each head has one work item, that item packs its
+// own), and P is rounded to bf16 pairs along the keys as the softmax computes it. The softmax, masks and rescaling are the float32 ones, unchanged.
 #pragma once
 
 #include <algorithm>
