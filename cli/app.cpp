@@ -6,6 +6,7 @@
 
 #include "attn/error.hpp"
 #include "cli_common.hpp"
+#include "interrupt.hpp"
 
 namespace attn::cli {
 
@@ -80,6 +81,7 @@ std::vector<subcommand> standard_subcommands() {
 
 int run_app(const std::string& program, const std::string& description,
             const std::vector<subcommand>& commands, int argc, char** argv, bool report_errors) {
+  remove_temporaries_on_signals();
   CLI::App app{description, program};
   app.set_version_flag("--version", program + " 0.1.0");
   app.require_subcommand(1);

@@ -8,10 +8,13 @@
 #include <cstring>
 #include <iostream>
 #include <iterator>
+#include <memory>
 
 #include "attn/error.hpp"
 #include "attn/mask.hpp"
 #include "attn/safetensors.hpp"
+#include "output_target.hpp"
+#include "staged_output.hpp"
 
 namespace attn::cli {
 
@@ -37,43 +40,25 @@ void warn(const std::string& message) { fmt::print(stderr, "warning: {}\n", mess
 
 bool stdout_is_terminal() { return isatty(STDOUT_FILENO) != 0; }
 
-namespace {
-void write_all(std::FILE* f, const std::string& bytes, const std::string& path) {
-  if (std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size() || std::fflush(f) != 0)
-    throw_input(path, fmt::format("cannot write: {}", std::strerror(errno)));
-}
-}  // namespace
-
 void write_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
-  std::vector<std::pair<std::string, std::string>> staged;  // (temporary, target)
-  auto discard = [&] {
-    for (auto& s : staged) std::remove(s.first.c_str());
+  // Regular files first, each into its temporary, renamed only once all were written; then
+  // what cannot be staged (standard output, a device, a FIFO), which is written through.
+  const auto through = [](const std::string& path) {
+    return path == "-" || resolve_output(path).direct;
   };
-  try {
-    for (const auto& [path, bytes] : outputs) {
-      if (path == "-") continue;
-      std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
-      std::FILE* f = std::fopen(tmp.c_str(), "wb");
-      if (!f) throw_input(path, fmt::format("cannot write: {}", std::strerror(errno)));
-      staged.emplace_back(tmp, path);
-      try {
-        write_all(f, bytes, path);
-      } catch (...) {
-        std::fclose(f);
-        throw;
-      }
-      if (std::fclose(f) != 0)
-        throw_input(path, fmt::format("cannot write: {}", std::strerror(errno)));
-    }
-    for (const auto& [tmp, path] : staged)
-      if (std::rename(tmp.c_str(), path.c_str()) != 0)
-        throw_input(path, fmt::format("cannot write: {}", std::strerror(errno)));
-  } catch (...) {
-    discard();
-    throw;
+  std::vector<std::unique_ptr<staged_output>> staged;
+  for (const auto& [path, bytes] : outputs) {
+    if (through(path)) continue;
+    staged.push_back(std::make_unique<staged_output>(path));
+    staged.back()->write(bytes);
   }
-  for (const auto& [path, bytes] : outputs)
-    if (path == "-") write_all(stdout, bytes, "<stdout>");
+  for (auto& s : staged) s->commit();
+  for (const auto& [path, bytes] : outputs) {
+    if (!through(path)) continue;
+    staged_output s(path);
+    s.write(bytes);
+    s.commit();
+  }
 }
 
 tensor read_float_npy(const std::string& path, const std::string& what) {

@@ -10,6 +10,7 @@
 #include "attn/error.hpp"
 #include "attn/text_model.hpp"
 #include "cli_common.hpp"
+#include "file_roles.hpp"
 #include "embed_batch.hpp"
 #include "embed_records.hpp"
 
@@ -112,14 +113,14 @@ void add_embed_command(CLI::App& app, const batch_loop& loop) {
   CLI::App* sub = app.add_subcommand(
       "embed", "Contextual embeddings of TEXT by basic self-attention over static word vectors, "
                "or by a trained model (--model)");
-  CLI::Option* vectors = sub->add_option(
+  CLI::Option* vectors = reads(sub->add_option(
       "--vectors", args->vectors_path,
       "Word vectors (GloVe, word2vec, fastText .vec, .attnvec); default: the embedded GloVe 6B "
-      "100d, 50k words");
-  CLI::Option* model = sub->add_option(
+      "100d, 50k words"));
+  CLI::Option* model = reads(sub->add_option(
       "--model", args->model_path,
       "A model trained by attn train: its contextual embeddings instead, the output of its last "
-      "attention block per token (width --dim, before pooling; causal for next-word models)");
+      "attention block per token (width --dim, before pooling; causal for next-word models)"));
   CLI::Option* scale =
       sub->add_option("--scale", args->scale, "Score scale: sqrt (1/√d, default), none, or a number");
   model->excludes(vectors);
@@ -128,14 +129,17 @@ void add_embed_command(CLI::App& app, const batch_loop& loop) {
                   "Output: text (token v1 … vd per line), json, csv (token,d0,…), npy; default: "
                   "from the extension of -o (.json .jsonl .csv .npy), else text")
       ->check(CLI::IsMember({"text", "json", "npy", "csv"}));
-  sub->add_option("-o,--output", args->output, "Output file (default: standard output)");
-  sub->add_option("--batch", args->batch,
+  writes(sub->add_option("-o,--output", args->output, "Output file (default: standard output)"));
+  reads(sub->add_option("--batch", args->batch,
                   "Embed every line of FILE (- for standard input), one record per line: JSON "
-                  "Lines, CSV with a line column, or text records each ended by a blank line")
+                  "Lines, CSV with a line column, or text records each ended by a blank line"))
       ->type_name("FILE");
   sub->add_flag("--strict", args->strict, "Unknown tokens are an error instead of left out");
   sub->add_option("text", args->text, "The text; read from standard input when absent or -");
-  sub->callback([args] { run(*args); });
+  sub->callback([args, sub] {
+    check_file_roles(*sub);
+    run(*args);
+  });
 }
 
 }  // namespace attn::cli

@@ -6,6 +6,7 @@
 
 #include "attn/text_model.hpp"
 #include "cli_common.hpp"
+#include "file_roles.hpp"
 
 namespace attn::cli {
 
@@ -36,8 +37,8 @@ void add_eval_command(CLI::App& app) {
   auto args = std::make_shared<eval_args>();
   CLI::App* sub = app.add_subcommand(
       "eval", "Accuracy and loss of a trained model on a data file: one JSON line");
-  sub->add_option("--model", args->model, "Model file from attn train")->required();
-  sub->add_option("--data", args->data, "Data in the model's task format")->required();
+  reads(sub->add_option("--model", args->model, "Model file from attn train"))->required();
+  reads(sub->add_option("--data", args->data, "Data in the model's task format"))->required();
   sub->callback([args] { run(*args); });
 }
 

@@ -9,6 +9,7 @@
 #include "attn/explain.hpp"
 #include "attn/heatmap.hpp"
 #include "cli_common.hpp"
+#include "file_roles.hpp"
 
 namespace attn::cli {
 
@@ -47,7 +48,7 @@ void add_explain_command(CLI::App& app) {
   auto args = std::make_shared<explain_args>();
   CLI::App* sub = app.add_subcommand(
       "explain", "Show every step of self-attention on TEXT: E, S = E·Eᵀ, scaled S, A, C = A·E");
-  sub->add_option("--vectors", args->vectors_path, "Word vectors (default: the embedded GloVe)");
+  reads(sub->add_option("--vectors", args->vectors_path, "Word vectors (default: the embedded GloVe)"));
   sub->add_option("--scale", args->scale, "Score scale: sqrt (1/√d, default), none, or a number");
   sub->add_option("--width", args->width, "Columns to fit the matrices in")
       ->check(CLI::Range(40, 10000));
@@ -56,9 +57,12 @@ void add_explain_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "always", "never"}));
   sub->add_flag("--html", args->html,
                 "Write the walkthrough as a self-contained HTML page (heatmap, head view, tables)");
-  sub->add_option("-o,--output", args->output, "Output file (default: standard output)");
+  writes(sub->add_option("-o,--output", args->output, "Output file (default: standard output)"));
   sub->add_option("text", args->text, "The text; read from standard input when absent or -");
-  sub->callback([args] { run(*args); });
+  sub->callback([args, sub] {
+    check_file_roles(*sub);
+    run(*args);
+  });
 }
 
 }  // namespace attn::cli

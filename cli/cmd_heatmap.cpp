@@ -13,6 +13,7 @@
 #include "attn/heatmap.hpp"
 #include "attn/text_model.hpp"
 #include "cli_common.hpp"
+#include "file_roles.hpp"
 
 namespace attn::cli {
 
@@ -104,18 +105,21 @@ void add_heatmap_command(CLI::App& app) {
       "heatmap", "Draw who attends to whom in TEXT: an SVG heatmap, or a self-contained HTML "
                  "page with the heatmap, a head view and every step (by the extension of -o)");
   CLI::Option* vectors =
-      sub->add_option("--vectors", args->vectors_path, "Word vectors (default: the embedded GloVe)");
-  CLI::Option* model = sub->add_option(
+      reads(sub->add_option("--vectors", args->vectors_path, "Word vectors (default: the embedded GloVe)"));
+  CLI::Option* model = reads(sub->add_option(
       "--model", args->model_path,
-      "A model trained by attn train: draw its attention, one panel per head");
+      "A model trained by attn train: draw its attention, one panel per head"));
   sub->add_option("--head", args->head, "Which head to draw: all (default) or its number from 0");
   CLI::Option* scale = sub->add_option(
       "--scale", args->scale, "Score scale for word vectors: sqrt (1/√d, default), none, or a number");
   model->excludes(vectors);
   model->excludes(scale);
-  sub->add_option("-o,--output", args->output, "Output file: FILE.svg or FILE.html")->required();
+  writes(sub->add_option("-o,--output", args->output, "Output file: FILE.svg or FILE.html"))->required();
   sub->add_option("text", args->text, "The text; read from standard input when absent or -");
-  sub->callback([args] { run(*args); });
+  sub->callback([args, sub] {
+    check_file_roles(*sub);
+    run(*args);
+  });
 }
 
 }  // namespace attn::cli

@@ -8,6 +8,7 @@
 #include "attn/multihead_attention.hpp"
 #include "attn/safetensors.hpp"
 #include "cli_common.hpp"
+#include "file_roles.hpp"
 
 namespace attn::cli {
 
@@ -115,28 +116,31 @@ void add_mha_command(CLI::App& app) {
   auto args = std::make_shared<mha_args>();
   CLI::App* sub = app.add_subcommand(
       "mha", "Multi-head attention exactly like PyTorch's nn.MultiheadAttention(batch_first=True)");
-  sub->add_option("--weights", args->weights,
+  reads(sub->add_option("--weights", args->weights,
                   "safetensors with in_proj_weight/in_proj_bias (or q/k/v_proj_weight), "
-                  "out_proj.weight, out_proj.bias")
+                  "out_proj.weight, out_proj.bias"))
       ->required();
   sub->add_option("--heads", args->heads, "Number of heads (divides the embedding size)")
       ->required()
       ->check(CLI::PositiveNumber);
-  sub->add_option("--query", args->query, "Query .npy, float32 [B, L, E] (or [L, E])")->required();
-  sub->add_option("--key", args->key, "Key .npy [B, S, kdim] (default: the query)");
-  sub->add_option("--value", args->value, "Value .npy [B, S, vdim] (default: the query)");
+  reads(sub->add_option("--query", args->query, "Query .npy, float32 [B, L, E] (or [L, E])"))->required();
+  reads(sub->add_option("--key", args->key, "Key .npy [B, S, kdim] (default: the query)"));
+  reads(sub->add_option("--value", args->value, "Value .npy [B, S, vdim] (default: the query)"));
   sub->add_flag("--causal", args->causal, "Causal mask: query i sees keys j ≤ i");
-  sub->add_option("--key-padding-mask", args->key_padding_mask,
-                  ".npy [B, S]: bool (True = ignore that key) or float (added)");
-  sub->add_option("--attn-mask", args->attn_mask,
-                  ".npy [L, S] or [B·H, L, S]: bool (True = not allowed) or float (added)");
+  reads(sub->add_option("--key-padding-mask", args->key_padding_mask,
+                  ".npy [B, S]: bool (True = ignore that key) or float (added)"));
+  reads(sub->add_option("--attn-mask", args->attn_mask,
+                  ".npy [L, S] or [B·H, L, S]: bool (True = not allowed) or float (added)"));
   sub->add_option("--dtype", args->dtype,
                   "float32 (default) or bf16: the attention's products on bf16 operands, float32 "
                   "accumulation (the projections stay float32)");
-  sub->add_option("-o,--output", args->output, "Output .npy [B, L, E]")->required();
-  sub->add_option("--attn-weights-out", args->weights_output,
-                  "Also write the per-head attention weights [B, H, L, S]");
-  sub->callback([args] { run(*args); });
+  writes(sub->add_option("-o,--output", args->output, "Output .npy [B, L, E]"))->required();
+  writes(sub->add_option("--attn-weights-out", args->weights_output,
+                  "Also write the per-head attention weights [B, H, L, S]"));
+  sub->callback([args, sub] {
+    check_file_roles(*sub);
+    run(*args);
+  });
 }
 
 }  // namespace attn::cli

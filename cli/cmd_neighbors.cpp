@@ -17,6 +17,7 @@
 #include "attn/text_model.hpp"
 #include "attn/tokenizer.hpp"
 #include "cli_common.hpp"
+#include "file_roles.hpp"
 
 namespace attn::cli {
 
@@ -255,11 +256,11 @@ void add_neighbors_command(CLI::App& app) {
       "neighbors", "Nearest words to W's static vector and to its contextual vector in TEXT");
   sub->alias("neighbours");
   CLI::Option* vectors =
-      sub->add_option("--vectors", args->vectors_path, "Word vectors (default: the embedded GloVe)");
-  CLI::Option* model = sub->add_option(
+      reads(sub->add_option("--vectors", args->vectors_path, "Word vectors (default: the embedded GloVe)"));
+  CLI::Option* model = reads(sub->add_option(
       "--model", args->model_path,
       "A model trained by attn train: W's contextual vector from the model against every input "
-      "word of the model run alone through it");
+      "word of the model run alone through it"));
   sub->add_option("--top", args->top, "How many neighbours (default 10)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));
   sub->add_option("--word", args->word, "The word to follow")->required();

@@ -5,6 +5,7 @@
 
 #include "attn/text_model.hpp"
 #include "cli_common.hpp"
+#include "file_roles.hpp"
 
 namespace attn::cli {
 
@@ -39,7 +40,7 @@ void add_predict_command(CLI::App& app) {
   auto args = std::make_shared<predict_args>();
   CLI::App* sub = app.add_subcommand(
       "predict", "The next word (or label) a trained model predicts, then the top K");
-  sub->add_option("--model", args->model, "Model file from attn train")->required();
+  reads(sub->add_option("--model", args->model, "Model file from attn train"))->required();
   sub->add_option("--top", args->top, "How many candidates to list (default 5; 0: none)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("text", args->text, "Text (standard input when absent or -)");

@@ -10,6 +10,7 @@
 #include "attn/sdpa.hpp"
 #include "attn/sdpa_backward.hpp"
 #include "cli_common.hpp"
+#include "file_roles.hpp"
 
 namespace attn::cli {
 
@@ -84,30 +85,33 @@ void add_sdpa_command(CLI::App& app) {
   auto args = std::make_shared<sdpa_args>();
   CLI::App* sub = app.add_subcommand(
       "sdpa", "Scaled dot-product attention: softmax(Q·Kᵀ·scale + mask)·V on .npy tensors");
-  sub->add_option("--query", args->query, "Query .npy, float32 [B, H, L, D], or a .safetensors file of that one tensor "
-                  "(F32, BF16 or F16)")->required();
-  sub->add_option("--key", args->key, "Key .npy or .safetensors [B, Hkv, S, D] (Hkv divides H)")->required();
-  sub->add_option("--value", args->value, "Value .npy or .safetensors [B, Hkv, S, Dv]")->required();
+  reads(sub->add_option("--query", args->query, "Query .npy, float32 [B, H, L, D], or a .safetensors file of that one tensor "
+                  "(F32, BF16 or F16)"))->required();
+  reads(sub->add_option("--key", args->key, "Key .npy or .safetensors [B, Hkv, S, D] (Hkv divides H)"))->required();
+  reads(sub->add_option("--value", args->value, "Value .npy or .safetensors [B, Hkv, S, Dv]"))->required();
   sub->add_flag("--causal", args->causal, "Causal mask, top-left aligned (PyTorch's is_causal)");
   sub->add_option("--scale", args->scale, "Score scale: a number, sqrt (1/√D, default) or none");
-  sub->add_option("--attn-mask", args->attn_mask,
-                  ".npy broadcastable to [B, H, L, S]: float (added) or bool (True = takes part)");
+  reads(sub->add_option("--attn-mask", args->attn_mask,
+                  ".npy broadcastable to [B, H, L, S]: float (added) or bool (True = takes part)"));
   sub->add_option("--kernel", args->kernel,
                   "fused (default: tiled, online softmax) or reference (float64, the specification)");
   sub->add_option("--dtype", args->dtype,
                   "float32 (default) or bf16: Q·Kᵀ and P·V on bf16 operands with float32 accumulation "
                   "(the float32 inputs rounded to bf16 on the way in; the output is float32); with --grad-output "
                   "the backward's five products too (gradients float32)");
-  sub->add_option("-o,--output", args->output, "Output .npy [B, H, L, Dv]")->required();
-  sub->add_option("--attn-weights-out", args->weights_output,
-                  "Also write the attention weights [B, H, L, S]");
-  sub->add_option("--grad-output", args->grad_output,
+  writes(sub->add_option("-o,--output", args->output, "Output .npy [B, H, L, Dv]"))->required();
+  writes(sub->add_option("--attn-weights-out", args->weights_output,
+                  "Also write the attention weights [B, H, L, S]"));
+  reads(sub->add_option("--grad-output", args->grad_output,
                   "The backward: the loss's gradient with respect to the output, .npy or "
-                  ".safetensors [B, H, L, Dv]");
-  sub->add_option("--dq", args->dq, "With --grad-output: write dL/dq [B, H, L, D]");
-  sub->add_option("--dk", args->dk, "With --grad-output: write dL/dk [B, Hkv, S, D]");
-  sub->add_option("--dv", args->dv, "With --grad-output: write dL/dv [B, Hkv, S, Dv]");
-  sub->callback([args] { run(*args); });
+                  ".safetensors [B, H, L, Dv]"));
+  writes(sub->add_option("--dq", args->dq, "With --grad-output: write dL/dq [B, H, L, D]"));
+  writes(sub->add_option("--dk", args->dk, "With --grad-output: write dL/dk [B, Hkv, S, D]"));
+  writes(sub->add_option("--dv", args->dv, "With --grad-output: write dL/dv [B, Hkv, S, Dv]"));
+  sub->callback([args, sub] {
+    check_file_roles(*sub);
+    run(*args);
+  });
 }
 
 }  // namespace attn::cli

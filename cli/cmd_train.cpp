@@ -13,6 +13,8 @@
 #include "attn/error.hpp"
 #include "attn/train.hpp"
 #include "cli_common.hpp"
+#include "file_roles.hpp"
+#include "interrupt.hpp"
 #include "train_command.hpp"
 #include "train_progress.hpp"
 
@@ -54,8 +56,8 @@ std::atomic<bool> interrupted{false};
 extern "C" void on_interrupt(int) {
   interrupted.store(true);
   // A second Ctrl-C ends the process at once (nothing has been written: the model file is
-  // only written after training).
-  std::signal(SIGINT, SIG_DFL);
+  // only written after training), removing a checkpoint's temporary if one is being saved.
+  std::signal(SIGINT, remove_temporaries_and_exit);
 }
 
 void report_data(const char* what, const data_summary& s) {
@@ -168,7 +170,8 @@ void run(const train_args& args, const train_hooks& hooks) {
     fmt::print(stderr, "no validation: {} lines are too few to hold some out (the last epoch is "
                        "kept)\n", result.train.lines);
   const auto& epochs = result.epochs;
-  if (!result.valid.source.empty() && !epochs.empty()) {
+  if (!result.valid.source.empty() && result.best_epoch >= 1 &&
+      result.best_epoch <= static_cast<int64_t>(epochs.size())) {
     const train_epoch_report& best = epochs[static_cast<size_t>(result.best_epoch - 1)];
     fmt::print(stderr, "kept epoch {} of {} (valid accuracy {:.4f}){}\n", result.best_epoch,
                epochs.size(), best.accuracy,
@@ -178,8 +181,10 @@ void run(const train_args& args, const train_hooks& hooks) {
   }
   const text_model_config& c = result.model.config();
   write_output(args.output, result.model.encode());
-  // The run is complete: its checkpoint has nothing left to resume.
-  if (masked) std::remove(o.checkpoint.c_str());
+  // The run is complete: its checkpoint has nothing left to resume. Only a file this run saved
+  // or resumed from is removed (never a file that merely sits at that path).
+  if (masked && result.checkpoint_written && is_training_checkpoint(o.checkpoint))
+    std::remove(o.checkpoint.c_str());
   const bool defaults = c.embeddings == embedding_source::default_vectors;
   std::string rows;
   if (defaults && c.embeddings_trained)
@@ -216,12 +221,12 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                                         "classify (lines 'label<TAB>text') or masked-word (plain "
                                         "text: hidden words predicted from both sides; a context model)")
       ->required();
-  sub->add_option("--data", args->data, "Training file")->required();
-  sub->add_option("--valid", args->valid,
-                  "Validation file (same format), scored every epoch; default: 10% of the "
-                  "training lines (at most 5000) held out when there are at least 200");
-  sub->add_option("--vectors", args->vectors,
-                  "Pre-trained word vectors (default: the embedded GloVe 6B 100d), frozen");
+  reads(sub->add_option("--data", args->data, "Training file"))->required();
+  reads(sub->add_option("--valid", args->valid,
+                        "Validation file (same format), scored every epoch; default: 10% of the "
+                        "training lines (at most 5000) held out when there are at least 200"));
+  reads(sub->add_option("--vectors", args->vectors,
+                        "Pre-trained word vectors (default: the embedded GloVe 6B 100d)"));
   sub->add_option("--learn-embeddings", args->learn_embeddings,
                   "Learn embeddings of this width from the data instead of pre-trained ones")
       ->check(CLI::PositiveNumber);
@@ -298,12 +303,19 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
   sub->add_option("--stop-after-steps", args->stop_after_steps,
                   "masked-word: stop after N steps in all, saving the checkpoint, as Ctrl-C does")
       ->check(CLI::PositiveNumber);
-  sub->add_option("-o,--output", args->output, "Model file (.safetensors)")->required();
+  writes(sub->add_option("-o,--output", args->output, "Model file (.safetensors)"))->required();
   sub->callback([args, sub, hooks] {
     args->layers_given = sub->get_option("--layers")->count() > 0;
     args->dropout_given = sub->get_option("--dropout")->count() > 0;
     args->finetune_given = sub->get_option("--finetune-embeddings")->count() > 0;
     args->positions_given = sub->get_option("--positions")->count() > 0;
+    // The checkpoint (masked-word) is written, resumed from and removed: it must be none of the
+    // other files, whether --checkpoint names it or it defaults to OUTPUT.checkpoint.
+    std::vector<named_file> checkpoint;
+    if (args->task == "masked-word")
+      checkpoint.emplace_back("--checkpoint", args->checkpoint.empty() ? args->output + ".checkpoint"
+                                                                      : args->checkpoint);
+    check_file_roles(*sub, {}, checkpoint);
     run(*args, hooks);
   });
 }

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli_common.hpp"
+#include "file_roles.hpp"
 
 namespace attn::cli {
 
@@ -50,13 +51,16 @@ void add_vectors_command(CLI::App& app) {
   auto args = std::make_shared<convert_args>();
   CLI::App* conv = sub->add_subcommand(
       "convert", "Convert GloVe / word2vec / fastText vectors to .attnvec (loads with mmap)");
-  conv->add_option("IN", args->input, "Input vectors (any supported format)")->required();
-  conv->add_option("OUT", args->output, "Output .attnvec")->required();
+  reads(conv->add_option("IN", args->input, "Input vectors (any supported format)"))->required();
+  writes(conv->add_option("OUT", args->output, "Output .attnvec"))->required();
   conv->add_option("--top", args->top, "Keep only the first N words (files list them by frequency)")
       ->check(CLI::NonNegativeNumber);
   conv->add_option("--dtype", args->dtype, "Stored as f32 (default, exact) or f16 (half the size)")
       ->check(CLI::IsMember({"f32", "f16"}));
-  conv->callback([args] { convert(*args); });
+  conv->callback([args, conv] {
+    check_file_roles(*conv);
+    convert(*args);
+  });
 
   auto path = std::make_shared<std::string>();
   CLI::App* show = sub->add_subcommand("info", "Format, size and first words of a vectors file");

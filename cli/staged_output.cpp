@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "attn/error.hpp"
+#include "output_target.hpp"
 
 namespace attn::cli {
 
@@ -21,7 +22,15 @@ staged_output::staged_output(std::string path) : path_(std::move(path)) {
     file_ = stdout;
     return;
   }
-  tmp_ = fmt::format("{}.tmp-{}", path_, getpid());
+  const output_target target = resolve_output(path_);
+  target_ = target.path;
+  if (target.direct) {
+    file_ = std::fopen(target_.c_str(), "wb");
+    if (file_ == nullptr) fail(path_);
+    return;
+  }
+  tmp_ = fmt::format("{}.tmp-{}", target_, getpid());
+  registered_ = std::make_unique<temporary_file>(tmp_);
   file_ = std::fopen(tmp_.c_str(), "wb");
   if (file_ == nullptr) fail(path_);
 }
@@ -29,7 +38,7 @@ staged_output::staged_output(std::string path) : path_(std::move(path)) {
 staged_output::~staged_output() {
   if (committed_ || file_ == stdout || file_ == nullptr) return;
   std::fclose(file_);
-  std::remove(tmp_.c_str());
+  if (!tmp_.empty()) std::remove(tmp_.c_str());
 }
 
 void staged_output::write(std::string_view bytes) {
@@ -45,7 +54,12 @@ void staged_output::commit() {
   }
   std::FILE* f = file_;
   file_ = nullptr;  // closed below whatever happens; the destructor then only removes tmp_
-  if (std::fclose(f) != 0 || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+  if (tmp_.empty()) {  // written through
+    if (std::fclose(f) != 0) fail(path_);
+    committed_ = true;
+    return;
+  }
+  if (std::fclose(f) != 0 || std::rename(tmp_.c_str(), target_.c_str()) != 0) {
     const int saved = errno;
     std::remove(tmp_.c_str());
     errno = saved;

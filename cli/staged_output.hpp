@@ -1,12 +1,16 @@
 // An output written piece by piece (streaming) that still appears atomically: the pieces go to
 // a temporary file beside the target, renamed over it by commit(); without commit (an error,
-// an exception) the temporary is removed and an existing target is left as it was.
-// "-" streams to standard output directly.
+// an exception, a signal) the temporary is removed and an existing target is left as it was.
+// "-" streams to standard output directly, and so does a character device or FIFO (see
+// output_target.hpp); a symbolic link's target is what gets replaced.
 #pragma once
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <string_view>
+
+#include "attn/temporary_files.hpp"
 
 namespace attn::cli {
 
@@ -21,8 +25,9 @@ class staged_output {
   void commit();
 
  private:
-  std::string path_, tmp_;
+  std::string path_, target_, tmp_;  // as given; where it leads; the temporary ("" if direct)
   std::FILE* file_ = nullptr;
+  std::unique_ptr<temporary_file> registered_;  // removed by a signal handler if need be
   bool committed_ = false;
 };
 

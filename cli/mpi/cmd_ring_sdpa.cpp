@@ -10,6 +10,7 @@
 #include "attn/error.hpp"
 #include "attn/sdpa.hpp"
 #include "cli_common.hpp"
+#include "file_roles.hpp"
 #include "dist/agree.hpp"
 #include "dist/ring_attention.hpp"
 #include "dist/row_exchange.hpp"
@@ -89,14 +90,17 @@ void add_ring_sdpa_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "sdpa",
       "Scaled dot-product attention split along the sequence over the ranks (ring attention)");
-  sub->add_option("--query", args->query, "Query .npy, float32 [B, H, L, D]")->required();
-  sub->add_option("--key", args->key, "Key .npy [B, Hkv, S, D] (Hkv divides H)")->required();
-  sub->add_option("--value", args->value, "Value .npy [B, Hkv, S, Dv]")->required();
+  reads(sub->add_option("--query", args->query, "Query .npy, float32 [B, H, L, D]"))->required();
+  reads(sub->add_option("--key", args->key, "Key .npy [B, Hkv, S, D] (Hkv divides H)"))->required();
+  reads(sub->add_option("--value", args->value, "Value .npy [B, Hkv, S, Dv]"))->required();
   sub->add_flag("--causal", args->causal,
                 "Causal mask, top-left aligned (PyTorch's is_causal); needs L = S");
   sub->add_option("--scale", args->scale, "Score scale: a number, sqrt (1/√D, default) or none");
-  sub->add_option("-o,--output", args->output, "Output .npy [B, H, L, Dv]")->required();
-  sub->callback([args] { run(*args); });
+  writes(sub->add_option("-o,--output", args->output, "Output .npy [B, H, L, Dv]"))->required();
+  sub->callback([args, sub] {
+    check_file_roles(*sub);
+    run(*args);
+  });
 }
 
 }  // namespace attn::cli

@@ -19,6 +19,7 @@
 #include "attn/sdpa.hpp"
 #include "attn/sdpa_backward.hpp"
 #include "attn/self_attention.hpp"
+#include "attn/temporary_files.hpp"
 #include "attn/tensor.hpp"
 #include "attn/text_model.hpp"
 #include "attn/tokenizer.hpp"

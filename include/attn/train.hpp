@@ -129,8 +129,14 @@ struct train_result {
   bool stopped = false;  // stop was set before the last epoch ended
   std::string checkpoint;  // masked-word: the checkpoint saved when stopped ("" : none)
   int64_t resumed_at = 0;  // masked-word --resume: the step it went on from
+  // masked-word: the checkpoint file is this run's (it saved it, or resumed from it), so it may
+  // be removed once the model is written; a file the run never touched is left alone.
+  bool checkpoint_written = false;
 };
 
 train_result train_text_model(const train_options& options, const train_callbacks& callbacks = {});
+
+// Whether the file at `path` is a training checkpoint (it begins with the format's magic line).
+bool is_training_checkpoint(const std::string& path);
 
 }  // namespace attn

@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 
 #include "attn/error.hpp"
+#include "attn/train.hpp"
+#include "attn/temporary_files.hpp"
 #include "io/read_file.hpp"
 
 namespace attn::train {
@@ -43,16 +46,29 @@ const checkpoint::array& checkpoint::find(const std::string& name, const char* t
   return it->second;
 }
 
+// Weights and optimiser state are finite in any run that trained; NaN or infinity means the file
+// is damaged (or the run had diverged) and would only train a NaN model.
+template <class T>
+void check_finite(const std::vector<T>& v, const std::string& name, const std::string& source) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i]))
+      throw_input(source, fmt::format("checkpoint array '{}' holds a non-finite value", name),
+                  fmt::format("element {}", i));
+}
+
 std::vector<float> checkpoint::floats(const std::string& name, size_t expected) const {
   std::vector<float> v = from_bytes<float>(find(name, "f32").bytes);
   if (v.size() != expected)
     throw_input(source_, fmt::format("checkpoint array '{}' has {} values, expected {} (other options?)",
                                      name, v.size(), expected));
+  check_finite(v, name, source_);
   return v;
 }
 
 std::vector<double> checkpoint::doubles(const std::string& name) const {
-  return from_bytes<double>(find(name, "f64").bytes);
+  std::vector<double> v = from_bytes<double>(find(name, "f64").bytes);
+  check_finite(v, name, source_);
+  return v;
 }
 
 std::vector<int64_t> checkpoint::integers(const std::string& name, size_t expected) const {
@@ -72,6 +88,7 @@ void checkpoint::save(const std::string& path) const {
   }
   const std::string head = nlohmann::json{{"header", header}, {"arrays", index}}.dump();
   const std::string tmp = path + ".tmp";
+  const temporary_file registered(tmp);  // removed if a signal ends the run mid-save
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw_input(tmp, "cannot write the checkpoint");
@@ -93,6 +110,12 @@ void checkpoint::save(const std::string& path) const {
   }
 }
 
+bool checkpoint::is_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(magic.size(), '\0');
+  return in.read(head.data(), static_cast<std::streamsize>(head.size())) && head == magic;
+}
+
 checkpoint checkpoint::load(const std::string& path) {
   const std::string bytes = read_file(path);
   checkpoint c;
@@ -104,20 +127,37 @@ checkpoint checkpoint::load(const std::string& path) {
     length |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[magic.size() + static_cast<size_t>(i)])) << (8 * i);
   const size_t start = magic.size() + 8;
   if (length > bytes.size() - start) throw_input(path, "truncated checkpoint header");
-  try {
-    const nlohmann::json head = nlohmann::json::parse(bytes.substr(start, length));
-    c.header = head.at("header");
-    const size_t data = start + length;
-    for (const auto& [name, a] : head.at("arrays").items()) {
-      const auto offset = a.at("offset").get<uint64_t>(), size = a.at("bytes").get<uint64_t>();
-      if (offset > bytes.size() - data || size > bytes.size() - data - offset)
-        throw_input(path, fmt::format("truncated checkpoint: array '{}'", name));
-      c.arrays_[name] = {a.at("type").get<std::string>(), bytes.substr(data + offset, size)};
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw_input(path, fmt::format("bad checkpoint header: {}", e.what()));
+  // The header is read as untrusted: parsed without exceptions, every entry checked by name.
+  const std::string where_header = fmt::format("byte {}", start);
+  const nlohmann::json head = nlohmann::json::parse(bytes.substr(start, length), nullptr, false);
+  if (head.is_discarded() || !head.is_object())
+    throw_input(path, "bad checkpoint header: not a JSON object (or not valid JSON)", where_header);
+  if (!head.contains("header") || !head["header"].is_object())
+    throw_input(path, "bad checkpoint header: no 'header' object", where_header);
+  if (!head.contains("arrays") || !head["arrays"].is_object())
+    throw_input(path, "bad checkpoint header: no 'arrays' object", where_header);
+  c.header = head["header"];
+  const size_t data = start + length;
+  for (const auto& [name, a] : head["arrays"].items()) {
+    const auto unsigned_field = [&](const char* key) {
+      if (!a.is_object() || !a.contains(key) || !a[key].is_number_unsigned())
+        throw_input(path, fmt::format("bad checkpoint header: array '{}' needs a non-negative "
+                                      "integer '{}'", name, key), where_header);
+      return a[key].get<uint64_t>();
+    };
+    const uint64_t offset = unsigned_field("offset"), size = unsigned_field("bytes");
+    if (!a.contains("type") || !a["type"].is_string())
+      throw_input(path, fmt::format("bad checkpoint header: array '{}' needs a string 'type'", name),
+                  where_header);
+    if (offset > bytes.size() - data || size > bytes.size() - data - offset)
+      throw_input(path, fmt::format("truncated checkpoint: array '{}'", name));
+    c.arrays_[name] = {a["type"].get<std::string>(), bytes.substr(data + offset, size)};
   }
   return c;
 }
 
 }  // namespace attn::train
+
+namespace attn {
+bool is_training_checkpoint(const std::string& path) { return train::checkpoint::is_checkpoint(path); }
+}  // namespace attn

@@ -27,6 +27,8 @@ class checkpoint {
 
   void save(const std::string& path) const;
   static checkpoint load(const std::string& path);
+  // Whether the file begins as a checkpoint does (false when it cannot be read).
+  static bool is_checkpoint(const std::string& path);
 
  private:
   struct array {

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <unordered_map>
 
@@ -177,22 +178,100 @@ nlohmann::json to_json(const progress& p) {
           {"best_loss", p.best.loss}, {"best_n", p.best.n}, {"best_saved", p.best_saved}};
 }
 
-progress from_json(const nlohmann::json& j) {
+// A checkpoint's header is read as untrusted input: every field by name, of the right type,
+// finite, and (check_progress) within the run it resumes, so a damaged or edited file is an
+// input error naming the field, never an out-of-range read or a silently wrong model.
+struct header_reader {
+  const std::string& path;
+
+  const nlohmann::json& at(const nlohmann::json& j, const std::string& name) const {
+    const auto key = name.substr(name.rfind('.') + 1);
+    if (!j.is_object() || !j.contains(key))
+      throw_input(path, fmt::format("checkpoint header has no field '{}'", name));
+    return j[key];
+  }
+  int64_t integer(const nlohmann::json& j, const std::string& name) const {
+    const nlohmann::json& v = at(j, name);
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))
+      throw_input(path, fmt::format("checkpoint field '{}' must be an integer, got {}", name,
+                                    v.dump().substr(0, 40)));
+    return v.get<int64_t>();
+  }
+  double number(const nlohmann::json& j, const std::string& name) const {
+    const nlohmann::json& v = at(j, name);
+    if (!v.is_number() || !std::isfinite(v.get<double>()))
+      throw_input(path, fmt::format("checkpoint field '{}' must be a finite number, got {}", name,
+                                    v.dump().substr(0, 40)));
+    return v.get<double>();
+  }
+  bool boolean(const nlohmann::json& j, const std::string& name) const {
+    const nlohmann::json& v = at(j, name);
+    if (!v.is_boolean())
+      throw_input(path, fmt::format("checkpoint field '{}' must be true or false", name));
+    return v.get<bool>();
+  }
+  std::string text(const nlohmann::json& j, const std::string& name) const {
+    const nlohmann::json& v = at(j, name);
+    if (!v.is_string()) throw_input(path, fmt::format("checkpoint field '{}' must be a string", name));
+    return v.get<std::string>();
+  }
+  // An input error unless lo ≤ value ≤ hi.
+  void range(const std::string& name, double value, double lo, double hi) const {
+    if (!(value >= lo && value <= hi))
+      throw_input(path, fmt::format("checkpoint field '{}' is {}, outside [{}, {}] for this run",
+                                    name, value, lo, hi));
+  }
+};
+
+progress from_json(const nlohmann::json& j, const header_reader& h) {
   progress p;
-  p.epoch = j.at("epoch").get<int64_t>();
-  p.chunk = j.at("chunk").get<int64_t>();
-  p.batch = j.at("batch").get<int64_t>();
-  p.chunk_start = {j.at("offset").get<int64_t>(), j.at("skip").get<int64_t>(), j.at("sequence").get<int64_t>()};
-  p.done = j.at("done").get<int64_t>();
-  p.all_tokens = j.at("all_tokens").get<int64_t>();
-  p.loss_sum = j.at("loss_sum").get<double>();
-  p.rows_sum = j.at("rows_sum").get<int64_t>();
-  p.epoch_tokens = j.at("epoch_tokens").get<int64_t>();
-  p.best_epoch = j.at("best_epoch").get<int64_t>();
-  p.best = {.loss = j.at("best_loss").get<double>(), .accuracy = j.at("best_accuracy").get<double>(),
-            .n = j.at("best_n").get<int64_t>()};
-  p.best_saved = j.at("best_saved").get<bool>();
+  p.epoch = h.integer(j, "progress.epoch");
+  p.chunk = h.integer(j, "progress.chunk");
+  p.batch = h.integer(j, "progress.batch");
+  p.chunk_start = {h.integer(j, "progress.offset"), h.integer(j, "progress.skip"),
+                   h.integer(j, "progress.sequence")};
+  p.done = h.integer(j, "progress.done");
+  p.all_tokens = h.integer(j, "progress.all_tokens");
+  p.loss_sum = h.number(j, "progress.loss_sum");
+  p.rows_sum = h.integer(j, "progress.rows_sum");
+  p.epoch_tokens = h.integer(j, "progress.epoch_tokens");
+  p.best_epoch = h.integer(j, "progress.best_epoch");
+  p.best = {.loss = h.number(j, "progress.best_loss"), .accuracy = h.number(j, "progress.best_accuracy"),
+            .n = h.integer(j, "progress.best_n")};
+  p.best_saved = h.boolean(j, "progress.best_saved");
   return p;
+}
+
+// What the run itself fixes: its epochs, steps, chunks and the corpus's size.
+struct run_shape {
+  int64_t epochs = 0, steps = 0, batch = 0;
+  int64_t sequences = 0, train_sequences = 0, corpus_bytes = 0;
+};
+
+void check_progress(const progress& p, const run_shape& r, const header_reader& h) {
+  const auto f = [](int64_t v) { return static_cast<double>(v); };
+  const int64_t chunk_steps = (chunk_sequences + r.batch - 1) / r.batch;
+  const int64_t chunks = (r.train_sequences + chunk_sequences - 1) / chunk_sequences;
+  h.range("progress.epoch", f(p.epoch), 1, f(r.epochs));
+  h.range("progress.chunk", f(p.chunk), 0, f(std::max<int64_t>(chunks - 1, 0)));
+  h.range("progress.batch", f(p.batch), 0, f(chunk_steps));
+  h.range("progress.offset", f(p.chunk_start.offset), 0, f(r.corpus_bytes));
+  h.range("progress.sequence", f(p.chunk_start.sequence), 0, f(r.sequences));
+  h.range("progress.skip", f(p.chunk_start.skip), 0, f(p.chunk_start.sequence));
+  // Every step counts, so where the run is fixes how many steps it took.
+  const int64_t expected = (p.epoch - 1) * r.steps + p.chunk * chunk_steps + p.batch;
+  h.range("progress.done", f(p.done), f(expected), f(expected));
+  h.range("progress.all_tokens", f(p.all_tokens), 0, 9e18);
+  h.range("progress.epoch_tokens", f(p.epoch_tokens), 0, f(p.all_tokens));
+  h.range("progress.rows_sum", f(p.rows_sum), 0, f(p.epoch_tokens));
+  h.range("progress.loss_sum", p.loss_sum, 0, 1e300);
+  h.range("progress.best_epoch", f(p.best_epoch), 0, f(p.epoch - 1));
+  h.range("progress.best_accuracy", p.best.accuracy, -1, 1);
+  h.range("progress.best_loss", p.best.loss, 0, 1e300);
+  h.range("progress.best_n", f(p.best.n), 0, f(r.sequences) * 1e6);
+  if (p.best_saved && p.best_epoch < 1)
+    throw_input(h.path, "checkpoint field 'progress.best_saved' is set with no best epoch");
 }
 
 nlohmann::json epoch_json(const train_epoch_report& r) {
@@ -200,17 +279,18 @@ nlohmann::json epoch_json(const train_epoch_report& r) {
           {"n", r.n}, {"best", r.best}, {"seconds", r.seconds}, {"tokens_per_second", r.tokens_per_second}};
 }
 
-train_epoch_report epoch_from_json(const nlohmann::json& j, int64_t epochs, bool validating) {
+train_epoch_report epoch_from_json(const nlohmann::json& j, int64_t epochs, bool validating,
+                                   const header_reader& h) {
   train_epoch_report r;
-  r.epoch = j.at("epoch").get<int64_t>();
+  r.epoch = h.integer(j, "epochs[].epoch");
   r.epochs = epochs;
-  r.loss = j.at("loss").get<double>();
-  r.accuracy = j.at("accuracy").get<double>();
-  r.eval_loss = j.at("eval_loss").get<double>();
-  r.n = j.at("n").get<int64_t>();
-  r.best = j.at("best").get<bool>();
-  r.seconds = j.at("seconds").get<double>();
-  r.tokens_per_second = j.at("tokens_per_second").get<double>();
+  r.loss = h.number(j, "epochs[].loss");
+  r.accuracy = h.number(j, "epochs[].accuracy");
+  r.eval_loss = h.number(j, "epochs[].eval_loss");
+  r.n = h.integer(j, "epochs[].n");
+  r.best = h.boolean(j, "epochs[].best");
+  r.seconds = h.number(j, "epochs[].seconds");
+  r.tokens_per_second = h.number(j, "epochs[].tokens_per_second");
   r.on_validation = validating;
   return r;
 }
@@ -246,20 +326,24 @@ void save_checkpoint(const std::string& path, const std::string& record, const p
 // Loads a checkpoint into the run (weights, optimiser, the best weights) and returns where to
 // go on from. An input error when it was made with other data or options.
 progress load_checkpoint(const std::string& path, const std::string& record,
-                         std::vector<train_epoch_report>& epochs, int64_t planned, bool validating,
+                         std::vector<train_epoch_report>& epochs, const run_shape& run, bool validating,
                          const std::vector<nn::parameter<float>*>& params, adamw& optimiser,
                          std::vector<std::vector<float>>& best_weights) {
   const checkpoint c = checkpoint::load(path);
-  progress p;
-  try {
-    if (c.header.at("format") != "attn-masked-word-training/1")
-      throw_input(path, "not a masked-word training checkpoint");
-    if (c.header.at("options").get<std::string>() != record)
-      throw_input(path, "the checkpoint was made with other data or options (resume with the same command)");
-    p = from_json(c.header.at("progress"));
-    for (const auto& r : c.header.at("epochs")) epochs.push_back(epoch_from_json(r, planned, validating));
-  } catch (const nlohmann::json::exception& e) {
-    throw_input(path, fmt::format("bad checkpoint header: {}", e.what()));
+  const header_reader h{path};
+  if (h.text(c.header, "format") != "attn-masked-word-training/1")
+    throw_input(path, "not a masked-word training checkpoint");
+  if (h.text(c.header, "options") != record)
+    throw_input(path, "the checkpoint was made with other data or options (resume with the same command)");
+  const progress p = from_json(h.at(c.header, "progress"), h);
+  check_progress(p, run, h);
+  const nlohmann::json& reports = h.at(c.header, "epochs");
+  if (!reports.is_array() || static_cast<int64_t>(reports.size()) != p.epoch - 1)
+    throw_input(path, fmt::format("checkpoint field 'epochs' must list the {} finished epochs", p.epoch - 1));
+  for (const auto& r : reports) {
+    epochs.push_back(epoch_from_json(r, run.epochs, validating, h));
+    h.range("epochs[].epoch", static_cast<double>(epochs.back().epoch),
+            static_cast<double>(epochs.size()), static_cast<double>(epochs.size()));
   }
   adamw::state s;
   const std::vector<double> t = c.doubles("lrs");
@@ -297,6 +381,10 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
   if (o.checkpoint_steps < 0 || o.stop_after_steps < 0) throw_usage("checkpoint and stop steps must be ≥ 0");
   if (o.resume && o.checkpoint.empty()) throw_usage("--resume needs a checkpoint path");
 
+  if (!o.checkpoint.empty() && !o.resume && std::filesystem::exists(o.checkpoint) &&
+      !checkpoint::is_checkpoint(o.checkpoint))
+    throw_input(o.checkpoint, "exists and is not an attn checkpoint; attn will not overwrite it "
+                              "(give another --checkpoint)");
   survey s = survey_corpus(o);
   if (s.sequences == 0) throw_input(o.data, "no text (every line is blank)");
   const bool validating = !s.valid.empty();
@@ -374,9 +462,15 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
       {"inputs", model->inputs.size()}, {"outputs", model->outputs.size()}}.dump();
   progress p;
   if (o.resume) {
-    p = load_checkpoint(o.checkpoint, fingerprint, result.epochs, epochs, validating, params,
+    std::error_code size_error;
+    const auto bytes = std::filesystem::file_size(o.data, size_error);
+    const run_shape run{.epochs = epochs, .steps = steps, .batch = o.batch, .sequences = s.sequences,
+                        .train_sequences = s.train_sequences,
+                        .corpus_bytes = size_error ? 0 : static_cast<int64_t>(bytes)};
+    p = load_checkpoint(o.checkpoint, fingerprint, result.epochs, run, validating, params,
                         optimiser, best_weights);
     result.resumed_at = p.done;
+    result.checkpoint_written = true;  // the run goes on in that file: it is the run's own
     result.best_epoch = p.best_epoch;
   }
 
@@ -418,6 +512,7 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
         if (stop_here()) {
           if (!o.checkpoint.empty())
             save_checkpoint(o.checkpoint, fingerprint, p, result.epochs, params, optimiser, best_weights);
+          result.checkpoint_written = !o.checkpoint.empty() || result.checkpoint_written;
           result.checkpoint = o.checkpoint;
           result.stopped = true;
           optimiser.flush();
@@ -459,6 +554,7 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
           progress at = p;
           ++at.batch;  // this batch is done
           save_checkpoint(o.checkpoint, fingerprint, at, result.epochs, params, optimiser, best_weights);
+          result.checkpoint_written = true;
         }
       }
       epoch_train_seconds += seconds_since(t0);

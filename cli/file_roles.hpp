@@ -1,0 +1,26 @@
+// Which options of a command name files it reads and which name files it writes, declared where
+// the options are added (reads(...), writes(...)). check_file_roles() runs before the command's
+// work and refuses (a usage error, exit 1, nothing touched) an output that names an input or
+// another output — the same file by any path, a link included — and an output that cannot be
+// written (output_target.hpp), so a long run cannot fail at its very end.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attn::cli {
+
+CLI::Option* reads(CLI::Option* option);
+CLI::Option* writes(CLI::Option* option);
+
+// A file named by something other than an option's value: (what names it, path), e.g. a
+// checkpoint path derived from -o.
+using named_file = std::pair<std::string, std::string>;
+
+void check_file_roles(const CLI::App& command, const std::vector<named_file>& more_inputs = {},
+                      const std::vector<named_file>& more_outputs = {});
+
+}  // namespace attn::cli

@@ -1,0 +1,70 @@
+#include "output_target.hpp"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "attn/error.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+// What a file is, for the message that refuses it.
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// The temporary goes beside the file and is renamed over it: its directory must exist and take
+// new files.
+void check_directory(const std::string& path, const std::string& file) {
+  const std::filesystem::path dir = std::filesystem::path(file).parent_path();
+  const std::string d = dir.empty() ? "." : dir.string();
+  struct stat st {};
+  if (::stat(d.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw_input(path, fmt::format("cannot write: directory {} does not exist", d));
+  if (::access(d.c_str(), W_OK) != 0)
+    throw_input(path, fmt::format("cannot write: directory {}: {}", d, std::strerror(errno)));
+}
+
+}  // namespace
+
+output_target resolve_output(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::string at = path;
+  // Follow the chain of links as the kernel would (it gives up after 40).
+  for (int hops = 0; hops <= 40; ++hops) {
+    struct stat st {};
+    if (::lstat(at.c_str(), &st) != 0) {
+      if (errno != ENOENT)
+        throw_input(path, fmt::format("cannot write: {}", std::strerror(errno)));
+      check_directory(path, at);
+      return {at, false};
+    }
+    if (S_ISLNK(st.st_mode)) {
+      std::error_code ec;
+      const fs::path target = fs::read_symlink(at, ec);
+      if (ec) throw_input(path, fmt::format("cannot write: {}", ec.message()));
+      at = target.is_absolute() ? target.string() : (fs::path(at).parent_path() / target).string();
+      continue;
+    }
+    if (S_ISREG(st.st_mode)) {
+      if (::access(at.c_str(), W_OK) != 0)
+        throw_input(path, fmt::format("cannot write: {}", std::strerror(errno)));
+      check_directory(path, at);
+      return {at, false};
+    }
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return {at, true};
+    throw_input(path, fmt::format("cannot write: it is {}", kind_of(st.st_mode)));
+  }
+  throw_input(path, "cannot write: too many levels of symbolic links");
+}
+
+}  // namespace attn::cli
