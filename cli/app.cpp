@@ -1,6 +1,7 @@
 #include "app.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <new>
 
@@ -90,11 +91,27 @@ int run_app(const std::string& program, const std::string& description,
   // What each error prints (when reporting) and the exit code it maps to.
   const auto fail = [&](const std::string& message, bool usage) {
     if (report_errors) {
-      fmt::print(stderr, "error: {}\n", message);
+      fmt::print(stderr, "error: {}\n", escape_for_message(message));
       if (usage) print_usage_hint(program, commands, app);
     }
     return usage ? 1 : 2;
   };
+  // A first word that names no command: say so and list them (CLI11 alone would say that a
+  // subcommand is required, as if none had been given).
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string word = argv[1];
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+      known = known || sub->check_name(word);
+    if (!known) {
+      std::vector<std::string> names;
+      for (const subcommand& c : commands) names.push_back(c.name);
+      if (report_errors)
+        fmt::print(stderr, "error: unknown command '{}'; the commands are {}\nrun '{} --help' for more\n",
+                   escape_for_message(word), fmt::join(names, ", "), program);
+      return 1;
+    }
+  }
   try {
     app.parse(argc, argv);
     return 0;

@@ -40,7 +40,12 @@ class unknown_tokens {
                  const std::function<bool(const std::string&)>& known,
                  std::vector<std::string>& unknown) {
     bool any = false;
-    for (const std::string& token : tokenize(text)) {
+    const std::vector<std::string> tokens = tokenize(text);
+    if (tokens.empty() && ++warned_lines_ <= max_line_warnings) {  // blank: a record all the same
+      bar_.clear();
+      warn(fmt::format("{}: line {}: blank line (an empty record)", source_, line));
+    }
+    for (const std::string& token : tokens) {
       if (known(token))
         any = true;
       else
@@ -62,7 +67,7 @@ class unknown_tokens {
   // The count of lines not named one by one.
   void finish() const {
     if (warned_lines_ > max_line_warnings)
-      warn(fmt::format("{}: {} more lines had tokens left out", source_,
+      warn(fmt::format("{}: {} more lines were blank or had tokens left out", source_,
                        warned_lines_ - max_line_warnings));
   }
 

@@ -1,6 +1,7 @@
 #include "cli_common.hpp"
 
 #include <fmt/format.h>
+#include <omp.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,7 +37,16 @@ vectors load_vectors(const std::string& path) {
   return v;
 }
 
-void warn(const std::string& message) { fmt::print(stderr, "warning: {}\n", message); }
+void warn(const std::string& message) {
+  fmt::print(stderr, "warning: {}\n", escape_for_message(message));
+}
+
+void add_threads_option(CLI::App* command) {
+  command
+      ->add_option_function<int>(
+          "--threads", [](int n) { omp_set_num_threads(n); }, "Threads (default: all cores)")
+      ->check(CLI::Range(1, 4096));
+}
 
 bool stdout_is_terminal() { return isatty(STDOUT_FILENO) != 0; }
 

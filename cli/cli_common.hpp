@@ -36,6 +36,9 @@ tensor read_float_tensor(const std::string& path, const std::string& what);
 // A mask .npy: float stays additive; bool becomes 0 / -inf with `keep_when` as the True meaning.
 tensor read_mask_npy(const std::string& path, bool keep_when);
 
+// --threads N on a heavy command: OpenMP's thread count for the run (default: all cores).
+void add_threads_option(CLI::App* command);
+
 void warn(const std::string& message);
 bool stdout_is_terminal();
 

@@ -42,7 +42,7 @@ std::string output_format(const embed_args& args) {
 template <class Embedding, class Json>
 std::string single_output(const std::string& format, const embed_args& args, const Embedding& e,
                           const tensor& rows, int64_t dim, const Json& json) {
-  if (format == "json") return json().dump() + "\n";
+  if (format == "json") return json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (format == "csv") return embed_csv_header(dim, /*with_line=*/false) + embed_csv_rows(e);
   if (format == "npy") {
     if (args.output == "-" && stdout_is_terminal())
@@ -130,6 +130,7 @@ void add_embed_command(CLI::App& app, const batch_loop& loop) {
                   "from the extension of -o (.json .jsonl .csv .npy), else text")
       ->check(CLI::IsMember({"text", "json", "npy", "csv"}));
   writes(sub->add_option("-o,--output", args->output, "Output file (default: standard output)"));
+  add_threads_option(sub);
   reads(sub->add_option("--batch", args->batch,
                   "Embed every line of FILE (- for standard input), one record per line: JSON "
                   "Lines, CSV with a line column, or text records each ended by a blank line"))

@@ -20,14 +20,17 @@ void run(const eval_args& args) {
   const text_model model = text_model::load(args.model);
   const evaluation e = model.evaluate(args.data);
   if (e.unknown_words > 0)
-    warn(fmt::format("{}: {} words without an embedding skipped", args.data, e.unknown_words));
+    warn(fmt::format("{}: {} words without an embedding", args.data, e.unknown_words));
   if (e.skipped > 0)
-    warn(fmt::format("{}: {} {} skipped (nothing known to predict from, or a {} the model "
-                     "cannot output)",
-                     args.data, e.skipped,
+    warn(fmt::format("{}: {} of {} {} could not be scored (nothing known to predict from, or a "
+                     "{} the model cannot output) and count as wrong",
+                     args.data, e.skipped, e.n,
                      model.config().task == text_task::classify ? "lines" : "next words",
                      model.config().task == text_task::classify ? "label" : "word"));
-  const nlohmann::json j = {{"accuracy", e.accuracy}, {"loss", e.loss}, {"n", e.n}};
+  // n: the predictions counted (every line, or every next word); scored: those the model could
+  // make, over which the loss is taken.
+  const nlohmann::json j = {{"accuracy", e.accuracy}, {"loss", e.loss}, {"n", e.n},
+                            {"lines", e.lines}, {"scored", e.scored}};
   write_output("-", j.dump() + "\n");
 }
 
@@ -39,6 +42,7 @@ void add_eval_command(CLI::App& app) {
       "eval", "Accuracy and loss of a trained model on a data file: one JSON line");
   reads(sub->add_option("--model", args->model, "Model file from attn train"))->required();
   reads(sub->add_option("--data", args->data, "Data in the model's task format"))->required();
+  add_threads_option(sub);
   sub->callback([args] { run(*args); });
 }
 

@@ -135,6 +135,7 @@ void add_mha_command(CLI::App& app) {
                   "float32 (default) or bf16: the attention's products on bf16 operands, float32 "
                   "accumulation (the projections stay float32)");
   writes(sub->add_option("-o,--output", args->output, "Output .npy [B, L, E]"))->required();
+  add_threads_option(sub);
   writes(sub->add_option("--attn-weights-out", args->weights_output,
                   "Also write the per-head attention weights [B, H, L, S]"));
   sub->callback([args, sub] {

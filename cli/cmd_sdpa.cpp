@@ -2,6 +2,7 @@
 // whose BF16 data comes in exactly), like PyTorch's scaled_dot_product_attention (bool masks:
 // True = takes part).
 #include <fmt/format.h>
+#include <cmath>
 
 #include <memory>
 #include <optional>
@@ -22,6 +23,24 @@ struct sdpa_args {
   std::string kernel = "fused", dtype = "float32";
   bool causal = false;
 };
+
+bool all_finite(const tensor& t) {
+  for (float x : t.contiguous().values())
+    if (!std::isfinite(x)) return false;
+  return true;
+}
+
+// Finite inputs that give a non-finite result overflowed float32 in the scores (values near
+// 1e19 and beyond, where the library's scale check does not look): an error, never NaN with
+// success. Inputs that hold NaN give NaN, as PyTorch's do.
+void check_finite_result(const std::vector<const tensor*>& inputs, const tensor& out,
+                         const std::string& path) {
+  for (const tensor* t : inputs)
+    if (!all_finite(*t)) return;
+  if (!all_finite(out))
+    throw_input(path, "the scores overflow float32 (|scale·q·k| past 3.4e38): the result is not "
+                      "finite; use a smaller --scale or --kernel reference");
+}
 
 void run(const sdpa_args& args) {
   sdpa_options options;
@@ -68,6 +87,7 @@ void run(const sdpa_args& args) {
   tensor out = backward ? sdpa_forward(q, k, v, options, lse)
                         : sdpa(q, k, v, options, args.weights_output.empty() ? nullptr : &weights);
   if (backward && !args.weights_output.empty()) sdpa(q, k, v, options, &weights);
+  check_finite_result({&q, &k, &v}, out, args.query);
   std::vector<std::pair<std::string, std::string>> outputs{{args.output, encode_npy(out)}};
   if (!args.weights_output.empty()) outputs.emplace_back(args.weights_output, encode_npy(weights));
   if (backward) {
@@ -100,6 +120,7 @@ void add_sdpa_command(CLI::App& app) {
                   "(the float32 inputs rounded to bf16 on the way in; the output is float32); with --grad-output "
                   "the backward's five products too (gradients float32)");
   writes(sub->add_option("-o,--output", args->output, "Output .npy [B, H, L, Dv]"))->required();
+  add_threads_option(sub);
   writes(sub->add_option("--attn-weights-out", args->weights_output,
                   "Also write the attention weights [B, H, L, S]"));
   reads(sub->add_option("--grad-output", args->grad_output,

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <charconv>
+#include <limits>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -58,6 +60,16 @@ extern "C" void on_interrupt(int) {
   // A second Ctrl-C ends the process at once (nothing has been written: the model file is
   // only written after training), removing a checkpoint's temporary if one is being saved.
   std::signal(SIGINT, remove_temporaries_and_exit);
+}
+
+uint64_t parse_seed(const std::string& text) {
+  uint64_t seed = 0;
+  const char* end = text.data() + text.size();
+  const auto [at, ec] = std::from_chars(text.data(), end, seed);
+  if (text.empty() || ec != std::errc() || at != end)
+    throw_usage(fmt::format("--seed '{}': expected a whole number from 0 to {}", text,
+                            std::numeric_limits<uint64_t>::max()));
+  return seed;
 }
 
 void report_data(const char* what, const data_summary& s) {
@@ -167,8 +179,10 @@ void run(const train_args& args, const train_hooks& hooks) {
   if (!result.valid.source.empty())
     report_data("validated on", result.valid);
   else
-    fmt::print(stderr, "no validation: {} lines are too few to hold some out (the last epoch is "
-                       "kept)\n", result.train.lines);
+    fmt::print(stderr, "no validation: {} (the last epoch is kept)\n",
+               result.no_validation.empty()
+                   ? fmt::format("{} lines are too few to hold some out", result.train.lines)
+                   : result.no_validation);
   const auto& epochs = result.epochs;
   if (!result.valid.source.empty() && result.best_epoch >= 1 &&
       result.best_epoch <= static_cast<int64_t>(epochs.size())) {
@@ -216,7 +230,10 @@ void add_train_command(CLI::App& app) { add_train_command(app, train_hooks{}); }
 void add_train_command(CLI::App& app, const train_hooks& hooks) {
   auto args = std::make_shared<train_args>();
   CLI::App* sub = app.add_subcommand(
-      "train", "Train a text model: embeddings → self-attention → mean → MLP → next word or label");
+      "train",
+      "Train a text model: word embeddings → a word window (classify's default) → self-attention "
+      "(or --layers N encoder layers) → pool (max by default) → MLP → next word or label; "
+      "masked-word: a context model predicting hidden words");
   sub->add_option("--task", args->task, "next-word (each prefix predicts its next word), "
                                         "classify (lines 'label<TAB>text') or masked-word (plain "
                                         "text: hidden words predicted from both sides; a context model)")
@@ -276,7 +293,11 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--batch", args->batch, "Lines per step (default 32)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--seed", args->seed, "Random seed (default 0): same seed, same model");
+  // Parsed by attn, not CLI11, whose unsigned conversion wraps -1 and 2^64 into valid seeds.
+  sub->add_option_function<std::string>(
+         "--seed", [args](const std::string& text) { args->seed = parse_seed(text); },
+         "Random seed, 0 to 2^64 − 1 (default 0): same seed, same model")
+      ->type_name("UINT");
   sub->add_option("--weight-decay", args->weight_decay, "AdamW weight decay (default 0.01)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--clip", args->clip, "Gradient norm limit (default 1; 0 = none)")
@@ -304,6 +325,7 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                   "masked-word: stop after N steps in all, saving the checkpoint, as Ctrl-C does")
       ->check(CLI::PositiveNumber);
   writes(sub->add_option("-o,--output", args->output, "Model file (.safetensors)"))->required();
+  add_threads_option(sub);
   sub->callback([args, sub, hooks] {
     args->layers_given = sub->get_option("--layers")->count() > 0;
     args->dropout_given = sub->get_option("--dropout")->count() > 0;

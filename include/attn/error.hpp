@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace attn {
 
@@ -30,6 +31,11 @@ class error : public std::runtime_error {
 // Shorthands used across the library.
 // The spelling; attn names its types in snake_case like the standard library.
 using Error = error;
+
+// Text as a message shows it: control characters (\n, \r, \t, \0 …) and bytes that are not
+// well-formed UTF-8 escaped (\n, \r, \t, \xNN), printable UTF-8 kept. attn::error escapes its
+// parts with it, so what a file holds can never break the one-line message or a UTF-8 decoder.
+std::string escape_for_message(std::string_view text);
 
 [[noreturn]] void throw_usage(std::string what, std::string where = "");
 [[noreturn]] void throw_input(std::string file, std::string what, std::string where = "");

@@ -95,12 +95,16 @@ struct contextual_embedding {
   tensor embeddings;                 // [L, E], E = config().dim
 };
 
+// Every line of the file counts: a line the model cannot score (a label it does not know, no
+// word it knows) is a wrong answer, not a line left out, so accuracy is never flattered.
 struct evaluation {
-  double accuracy = 0, loss = 0;
-  int64_t n = 0;                 // predictions scored (sentences, or next words)
-  int64_t unknown_words = 0;     // words skipped: no embedding
-  int64_t skipped = 0;           // lines (or next words) skipped: nothing known to predict from,
-                                 // or a label / word the model cannot output
+  double accuracy = 0;           // correct / n
+  double loss = 0;               // mean cross-entropy over the scored predictions
+  int64_t lines = 0;             // lines read (blank lines are not examples)
+  int64_t n = 0;                 // predictions counted: every line (classify), every next word
+  int64_t scored = 0;            // of those, the ones the model could score (the loss's)
+  int64_t unknown_words = 0;     // words without an embedding
+  int64_t skipped = 0;           // n − scored: counted as wrong
 };
 
 class text_model {

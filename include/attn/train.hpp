@@ -129,6 +129,7 @@ struct train_result {
   bool stopped = false;  // stop was set before the last epoch ended
   std::string checkpoint;  // masked-word: the checkpoint saved when stopped ("" : none)
   int64_t resumed_at = 0;  // masked-word --resume: the step it went on from
+  std::string no_validation;  // why nothing was held out, when nothing was
   // masked-word: the checkpoint file is this run's (it saved it, or resumed from it), so it may
   // be removed once the model is written; a file the run never touched is left alone.
   bool checkpoint_written = false;

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "core/utf8.hpp"
+
 namespace attn {
 
 namespace {
@@ -15,12 +17,15 @@ std::string compose(const std::string& file, const std::string& what, const std:
 }
 }  // namespace
 
+// Every part is escaped (core/utf8.hpp): a message quotes what files hold, and raw bytes (a CR,
+// a NUL, Latin-1) would break the one-line message or a UTF-8 decoder.
 error::error(error_kind kind, std::string file, std::string what, std::string where)
-    : std::runtime_error(compose(file, what, where)),
+    : std::runtime_error(compose(escape_for_message(file), escape_for_message(what),
+                                 escape_for_message(where))),
       kind_(kind),
-      file_(std::move(file)),
-      problem_(std::move(what)),
-      where_(std::move(where)) {}
+      file_(escape_for_message(file)),
+      problem_(escape_for_message(what)),
+      where_(escape_for_message(where)) {}
 
 void throw_usage(std::string what, std::string where) {
   throw error(error_kind::usage, "", std::move(what), std::move(where));

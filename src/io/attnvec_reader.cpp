@@ -113,6 +113,21 @@ attnvec_contents read_attnvec(std::span<const unsigned char> bytes, const std::s
   if (pos != table.size())
     throw_input(source, fmt::format("the word table has more than the {} words the header says", count),
                 at_byte(words_offset + pos));
+  // NaN and infinity are refused here as the text and binary readers refuse them: one such value
+  // would turn every attention score it meets into NaN. Checked on the bits (an all-ones
+  // exponent), a sequential pass over the mapped values.
+  const size_t item = dtype == attnvec::dtype_f32 ? 4 : 2;
+  const unsigned char* v = p + vectors_offset;
+  for (uint64_t i = 0; i < count * dim; ++i) {
+    const unsigned char* x = v + i * item;
+    const bool not_finite = item == 4 ? ((x[3] & 0x7F) == 0x7F && (x[2] & 0x80) == 0x80)
+                                      : ((x[1] & 0x7C) == 0x7C);
+    if (not_finite)
+      throw_input(source, "a value is not a finite number (NaN or infinity)",
+                  fmt::format("word {} ('{}'), value {}, byte {}", i / dim + 1,
+                              out.words[static_cast<size_t>(i / dim)], i % dim + 1,
+                              vectors_offset + i * item));
+  }
   return out;
 }
 

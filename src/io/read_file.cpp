@@ -1,25 +1,61 @@
 #include "io/read_file.hpp"
 
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <memory>
 
 #include "attn/error.hpp"
 
 namespace attn {
 
+namespace {
+
+void check_mode(mode_t mode, const std::string& path) {
+  if (S_ISREG(mode) || S_ISFIFO(mode)) return;
+  if (S_ISDIR(mode)) throw_input(path, "is a directory, not a file");
+  if (S_ISCHR(mode) || S_ISBLK(mode))
+    throw_input(path, "is a device, not a file (attn reads regular files, pipes and FIFOs)");
+  throw_input(path, "is not a regular file, a pipe or a FIFO");
+}
+
+}  // namespace
+
+void check_input_kind(int fd, const std::string& path) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) throw_input(path, fmt::format("cannot stat: {}", std::strerror(errno)));
+  check_mode(info.st_mode, path);
+}
+
+void check_input_path(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0)
+    throw_input(path, fmt::format("cannot open: {}", std::strerror(errno)));
+  check_mode(info.st_mode, path);
+}
+
 std::string read_file(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw_input(path, std::string("cannot open: ") + std::strerror(errno));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw_input(path, fmt::format("cannot open: {}", std::strerror(errno)));
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } close_at_exit{fd};
+  check_input_kind(fd, path);
   std::string bytes;
   char buffer[1 << 16];
   for (;;) {
-    const size_t n = std::fread(buffer, 1, sizeof buffer, f.get());
-    bytes.append(buffer, n);
-    if (n < sizeof buffer) break;
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw_input(path, fmt::format("cannot read: {}", std::strerror(errno)));
+    if (got == 0) break;
+    bytes.append(buffer, static_cast<size_t>(got));
+    if (bytes.size() > max_stream_bytes)
+      throw_input(path, fmt::format("more than {} bytes: too large to read whole", max_stream_bytes));
   }
-  if (std::ferror(f.get())) throw_input(path, std::string("cannot read: ") + std::strerror(errno));
   return bytes;
 }
 

@@ -1,10 +1,24 @@
-// Reads a whole file into memory, or throws an input error naming it ("cannot open: …").
+// Reading input files whole, as untrusted input: a missing file, a directory or a device is an
+// input error naming it, never an endless read.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace attn {
 
+// What a pipe or FIFO may hold: a regular file's size is known, a stream's is not, and a stream
+// that never ends (/dev/zero through a pipe, `yes`) must still end in an error.
+constexpr size_t max_stream_bytes = size_t{1} << 30;
+
+// An input error unless the open descriptor is a regular file, a pipe or a FIFO: a directory,
+// a device (/dev/zero, /dev/urandom, a terminal) or a socket is refused.
+void check_input_kind(int fd, const std::string& path);
+
+// The same by path, for readers that open files themselves (it stats without opening).
+void check_input_path(const std::string& path);
+
+// A whole file's bytes ("cannot open: …", and the checks above).
 std::string read_file(const std::string& path);
 
 }  // namespace attn

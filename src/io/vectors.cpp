@@ -22,6 +22,7 @@
 #include "attn/error.hpp"
 #include "core/half.hpp"
 #include "io/attnvec_format.hpp"
+#include "io/read_file.hpp"
 #include "io/vectors_readers.hpp"
 
 namespace attn {
@@ -83,7 +84,7 @@ file_bytes read_whole_file(const std::string& path) {
 
   struct stat info {};
   if (::fstat(fd, &info) != 0) throw_input(path, fmt::format("cannot stat: {}", std::strerror(errno)));
-  if (S_ISDIR(info.st_mode)) throw_input(path, "is a directory, not a vectors file");
+  check_input_kind(fd, path);
   if (S_ISREG(info.st_mode) && info.st_size > 0) {
     const auto length = static_cast<size_t>(info.st_size);
     void* address = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -102,6 +103,8 @@ file_bytes read_whole_file(const std::string& path) {
     if (got < 0) throw_input(path, fmt::format("cannot read: {}", std::strerror(errno)));
     if (got == 0) break;
     buffer->insert(buffer->end(), chunk, chunk + got);
+    if (buffer->size() > max_stream_bytes)
+      throw_input(path, fmt::format("more than {} bytes from a stream: too large", max_stream_bytes));
   }
   std::span<const unsigned char> bytes(*buffer);
   return {std::move(buffer), bytes};

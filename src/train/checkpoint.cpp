@@ -86,7 +86,7 @@ void checkpoint::save(const std::string& path) const {
     index[name] = {{"type", a.type}, {"offset", offset}, {"bytes", a.bytes.size()}};
     offset += a.bytes.size();
   }
-  const std::string head = nlohmann::json{{"header", header}, {"arrays", index}}.dump();
+  const std::string head = nlohmann::json{{"header", header}, {"arrays", index}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   const std::string tmp = path + ".tmp";
   const temporary_file registered(tmp);  // removed if a signal ends the run mid-save
   {

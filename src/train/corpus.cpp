@@ -1,8 +1,11 @@
 #include "train/corpus.hpp"
+#include <fmt/format.h>
 
 #include <algorithm>
 
 #include "attn/error.hpp"
+#include "core/utf8.hpp"
+#include "io/read_file.hpp"
 #include "attn/tokenizer.hpp"
 
 namespace attn::train {
@@ -29,7 +32,9 @@ std::vector<std::vector<std::string>> split_sequences(const std::string& line, i
 }
 
 corpus_reader::corpus_reader(std::string path, int64_t max_length)
-    : path_(std::move(path)), max_length_(max_length), in_(path_, std::ios::binary) {
+    : path_(std::move(path)), max_length_(max_length) {
+  check_input_path(path_);  // a directory or a device (/dev/zero) is refused, not read forever
+  in_.open(path_, std::ios::binary);
   if (!in_) throw_input(path_, "cannot open the file");
 }
 
@@ -42,6 +47,15 @@ bool corpus_reader::read_line() {
       return false;
     }
     next_offset_ = line_offset_ + static_cast<int64_t>(line.size()) + (in_.eof() ? 0 : 1);
+    ++line_;
+    // Found while reading (the survey reads the whole file before training starts), so a run
+    // never trains for an hour and then fails to save words that are not UTF-8.
+    if (const size_t bad = first_invalid_utf8(line); bad != std::string::npos)
+      throw_input(path_, fmt::format("not UTF-8 text (byte 0x{:02X}); convert it first, e.g. "
+                                     "iconv -f latin1 -t utf-8",
+                                     static_cast<unsigned char>(line[bad])),
+                  line_known_ ? fmt::format("line {}", line_)
+                              : fmt::format("byte {}", line_offset_ + static_cast<int64_t>(bad)));
     pending_ = split_sequences(line, max_length_);
     taken_ = 0;
     if (!pending_.empty()) return true;
@@ -67,6 +81,8 @@ void corpus_reader::seek(const corpus_position& p) {
   in_.seekg(p.offset);
   if (!in_) throw_input(path_, "cannot seek to a saved position (has the file changed?)");
   next_offset_ = p.offset;
+  line_ = 0;
+  line_known_ = p.offset == 0;
   pending_.clear();
   taken_ = 0;
   sequence_ = p.sequence - p.skip;

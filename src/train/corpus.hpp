@@ -39,6 +39,8 @@ class corpus_reader {
   std::vector<std::vector<std::string>> pending_;  // the current line's sequences
   size_t taken_ = 0;                               // of pending_, already returned
   int64_t line_offset_ = 0, next_offset_ = 0, sequence_ = 0;
+  int64_t line_ = 0;         // lines read since the start or the last seek
+  bool line_known_ = true;   // whether line_ counts from the file's start (for messages)
 };
 
 }  // namespace attn::train

@@ -7,16 +7,25 @@
 
 #include "attn/error.hpp"
 #include "attn/tokenizer.hpp"
+#include "core/utf8.hpp"
+#include "io/read_file.hpp"
 
 namespace attn::train {
 
 std::vector<text_example> read_examples(const std::string& path, text_task task) {
+  check_input_path(path);  // a directory or a device (/dev/zero) is refused, not read forever
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_input(path, "cannot open the file");
   std::vector<text_example> examples;
   std::string line;
   for (int64_t number = 1; std::getline(in, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    // Refused while reading, before any training: words that are not UTF-8 could not be saved.
+    if (const size_t bad = first_invalid_utf8(line); bad != std::string::npos)
+      throw_input(path, fmt::format("not UTF-8 text (byte 0x{:02X}); convert it first, e.g. "
+                                    "iconv -f latin1 -t utf-8",
+                                    static_cast<unsigned char>(line[bad])),
+                  fmt::format("line {}", number));
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     text_example ex;
     ex.line = number;

@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "attn/error.hpp"
+#include "io/json_fields.hpp"
 #include "train/checkpoint.hpp"
 #include "train/corpus.hpp"
 #include "train/masking.hpp"
@@ -178,51 +179,11 @@ nlohmann::json to_json(const progress& p) {
           {"best_loss", p.best.loss}, {"best_n", p.best.n}, {"best_saved", p.best_saved}};
 }
 
-// A checkpoint's header is read as untrusted input: every field by name, of the right type,
-// finite, and (check_progress) within the run it resumes, so a damaged or edited file is an
-// input error naming the field, never an out-of-range read or a silently wrong model.
-struct header_reader {
-  const std::string& path;
-
-  const nlohmann::json& at(const nlohmann::json& j, const std::string& name) const {
-    const auto key = name.substr(name.rfind('.') + 1);
-    if (!j.is_object() || !j.contains(key))
-      throw_input(path, fmt::format("checkpoint header has no field '{}'", name));
-    return j[key];
-  }
-  int64_t integer(const nlohmann::json& j, const std::string& name) const {
-    const nlohmann::json& v = at(j, name);
-    if (!v.is_number_integer() ||
-        (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))
-      throw_input(path, fmt::format("checkpoint field '{}' must be an integer, got {}", name,
-                                    v.dump().substr(0, 40)));
-    return v.get<int64_t>();
-  }
-  double number(const nlohmann::json& j, const std::string& name) const {
-    const nlohmann::json& v = at(j, name);
-    if (!v.is_number() || !std::isfinite(v.get<double>()))
-      throw_input(path, fmt::format("checkpoint field '{}' must be a finite number, got {}", name,
-                                    v.dump().substr(0, 40)));
-    return v.get<double>();
-  }
-  bool boolean(const nlohmann::json& j, const std::string& name) const {
-    const nlohmann::json& v = at(j, name);
-    if (!v.is_boolean())
-      throw_input(path, fmt::format("checkpoint field '{}' must be true or false", name));
-    return v.get<bool>();
-  }
-  std::string text(const nlohmann::json& j, const std::string& name) const {
-    const nlohmann::json& v = at(j, name);
-    if (!v.is_string()) throw_input(path, fmt::format("checkpoint field '{}' must be a string", name));
-    return v.get<std::string>();
-  }
-  // An input error unless lo ≤ value ≤ hi.
-  void range(const std::string& name, double value, double lo, double hi) const {
-    if (!(value >= lo && value <= hi))
-      throw_input(path, fmt::format("checkpoint field '{}' is {}, outside [{}, {}] for this run",
-                                    name, value, lo, hi));
-  }
-};
+// A checkpoint's header is read as untrusted input (io/json_fields.hpp): every field by name, of
+// the right type, finite, and (check_progress) within the run it resumes, so a damaged or
+// edited file is an input error naming the field, never an out-of-range read or a silently
+// wrong model.
+using header_reader = io::json_fields;
 
 progress from_json(const nlohmann::json& j, const header_reader& h) {
   progress p;
@@ -271,7 +232,7 @@ void check_progress(const progress& p, const run_shape& r, const header_reader& 
   h.range("progress.best_loss", p.best.loss, 0, 1e300);
   h.range("progress.best_n", f(p.best.n), 0, f(r.sequences) * 1e6);
   if (p.best_saved && p.best_epoch < 1)
-    throw_input(h.path, "checkpoint field 'progress.best_saved' is set with no best epoch");
+    h.fail("progress.best_saved", "is set with no best epoch");
 }
 
 nlohmann::json epoch_json(const train_epoch_report& r) {
@@ -330,7 +291,7 @@ progress load_checkpoint(const std::string& path, const std::string& record,
                          const std::vector<nn::parameter<float>*>& params, adamw& optimiser,
                          std::vector<std::vector<float>>& best_weights) {
   const checkpoint c = checkpoint::load(path);
-  const header_reader h{path};
+  const header_reader h(path, "checkpoint field");
   if (h.text(c.header, "format") != "attn-masked-word-training/1")
     throw_input(path, "not a masked-word training checkpoint");
   if (h.text(c.header, "options") != record)
@@ -459,7 +420,7 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
   const std::string fingerprint = nlohmann::json{
       {"training", model->training}, {"layers", c.layers}, {"heads", c.heads}, {"dim", c.dim},
       {"feedforward", c.feedforward}, {"positions", c.max_positions}, {"new_words", c.new_words},
-      {"inputs", model->inputs.size()}, {"outputs", model->outputs.size()}}.dump();
+      {"inputs", model->inputs.size()}, {"outputs", model->outputs.size()}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   progress p;
   if (o.resume) {
     std::error_code size_error;

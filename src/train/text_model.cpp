@@ -12,6 +12,7 @@
 #include "attn/sdpa.hpp"
 #include "attn/tokenizer.hpp"
 #include "attn/vectors.hpp"
+#include "io/json_fields.hpp"
 #include "io/read_file.hpp"
 #include "nn/cross_entropy.hpp"
 #include "train/model_input.hpp"
@@ -93,15 +94,15 @@ std::string text_model::encode() const {
                            {"window", c.window},
                            {"dropout", c.dropout}};
   file.metadata["format"] = model_format;
-  file.metadata["config"] = config.dump();
-  file.metadata["outputs"] = nlohmann::json(m.outputs.words()).dump();
+  file.metadata["config"] = config.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  file.metadata["outputs"] = nlohmann::json(m.outputs.words()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   // The table's words (unless they are the default vectors'), then the new words' rows.
   const auto& words = m.inputs.words();
   const auto table_end = words.end() - static_cast<std::ptrdiff_t>(c.new_words);
   if (c.embeddings == embedding_source::stored)
-    file.metadata["input_words"] = nlohmann::json(std::vector<std::string>(words.begin(), table_end)).dump();
+    file.metadata["input_words"] = nlohmann::json(std::vector<std::string>(words.begin(), table_end)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (c.new_words > 0)
-    file.metadata["new_words"] = nlohmann::json(std::vector<std::string>(table_end, words.end())).dump();
+    file.metadata["new_words"] = nlohmann::json(std::vector<std::string>(table_end, words.end())).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (!m.training.empty()) file.metadata["training"] = m.training;
   return encode_safetensors(file);
 }
@@ -124,51 +125,66 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
                                     meta("format"), model_format));
   text_model_config c;
   std::vector<std::string> outputs, input_words, new_words;
-  try {
-    const nlohmann::json j = nlohmann::json::parse(meta("config"));
-    const std::string task = j.at("task").get<std::string>();
+  {
+    // The metadata is untrusted: each field typed and named in the message (io/json_fields).
+    const io::json_fields f(source, "model config field");
+    const nlohmann::json j = f.parse(meta("config"), "config");
+    if (!j.is_object()) f.fail("config", "must be a JSON object");
+    const std::string task = f.text(j, "task");
     if (task != "next-word" && task != "classify" && task != "masked-word")
-      throw std::runtime_error("unknown task " + task);
+      f.fail("task", fmt::format("is '{}', expected next-word, classify or masked-word", task));
     c.task = task == "classify" ? text_task::classify
              : task == "masked-word" ? text_task::masked_word : text_task::next_word;
-    const std::string emb = j.at("embeddings").get<std::string>();
-    if (emb != "default" && emb != "stored") throw std::runtime_error("unknown embeddings " + emb);
+    const std::string emb = f.text(j, "embeddings");
+    if (emb != "default" && emb != "stored")
+      f.fail("embeddings", fmt::format("is '{}', expected default or stored", emb));
     c.embeddings = emb == "default" ? embedding_source::default_vectors : embedding_source::stored;
-    c.embeddings_trained = j.at("embeddings_trained").get<bool>();
-    c.embed_dim = j.at("embed_dim").get<int64_t>();
-    c.dim = j.at("dim").get<int64_t>();
-    c.heads = j.at("heads").get<int64_t>();
-    c.hidden = j.at("hidden").get<int64_t>();
-    c.max_positions = j.at("max_positions").get<int64_t>();
+    c.embeddings_trained = f.boolean(j, "embeddings_trained");
+    c.embed_dim = f.integer(j, "embed_dim");
+    c.dim = f.integer(j, "dim");
+    c.heads = f.integer(j, "heads");
+    c.hidden = f.integer(j, "hidden");
+    c.max_positions = f.integer(j, "max_positions");
     // Absent from version 1 files: the seeds' layer, a mean, no new words.
-    c.new_words = j.value("new_words", int64_t{0});
-    c.layers = j.value("layers", int64_t{0});
-    c.feedforward = j.value("feedforward", int64_t{0});
-    c.dropout = j.value("dropout", 0.0);
-    c.window = j.value("window", int64_t{0});  // absent before word windows: none
-    const std::string pool = j.value("pool", std::string("mean"));
+    const auto integer_or = [&](const char* key, int64_t fallback) {
+      return f.has(j, key) ? f.integer(j, key) : fallback;
+    };
+    c.new_words = integer_or("new_words", 0);
+    c.layers = integer_or("layers", 0);
+    c.feedforward = integer_or("feedforward", 0);
+    c.dropout = f.has(j, "dropout") ? f.number(j, "dropout") : 0.0;
+    c.window = integer_or("window", 0);  // absent before word windows: none
+    const std::string pool = f.has(j, "pool") ? f.text(j, "pool") : std::string("mean");
     if (pool != "mean" && pool != "max" && pool != "mean+max" && pool != "attention")
-      throw std::runtime_error("unknown pooling " + pool);
+      f.fail("pool", fmt::format("is '{}', expected mean, max, mean+max or attention", pool));
     c.pool = parse_pooling(pool);
-    outputs = nlohmann::json::parse(meta("outputs")).get<std::vector<std::string>>();
+    const io::json_fields lists(source, "model metadata");
+    outputs = lists.texts(lists.parse(meta("outputs"), "outputs"), "outputs");
     if (c.embeddings == embedding_source::stored)
-      input_words = nlohmann::json::parse(meta("input_words")).get<std::vector<std::string>>();
+      input_words = lists.texts(lists.parse(meta("input_words"), "input_words"), "input_words");
     if (c.new_words > 0)
-      new_words = nlohmann::json::parse(meta("new_words")).get<std::vector<std::string>>();
-  } catch (const nlohmann::json::exception& e) {
-    throw_input(source, fmt::format("bad model metadata: {}", e.what()));
-  } catch (const std::runtime_error& e) {
-    if (dynamic_cast<const attn::error*>(&e) != nullptr) throw;
-    throw_input(source, fmt::format("bad model metadata: {}", e.what()));
+      new_words = lists.texts(lists.parse(meta("new_words"), "new_words"), "new_words");
   }
-  constexpr int64_t limit = int64_t{1} << 20;
-  if (c.embed_dim <= 0 || c.dim <= 0 || c.heads <= 0 || c.dim % c.heads != 0 || c.hidden <= 0 ||
-      c.max_positions < 0 || c.max_positions > limit || outputs.empty() || c.layers < 0 ||
-      c.layers > 64 || c.feedforward < 0 || c.feedforward > limit || c.embed_dim > limit ||
-      c.dim > limit || c.hidden > limit || (c.layers > 0 && (c.feedforward == 0 || c.dim != c.embed_dim)) ||
-      c.new_words < 0 || static_cast<int64_t>(new_words.size()) != c.new_words || c.window < 0 ||
-      c.window > 64)
-    throw_input(source, "bad model metadata: sizes out of range");
+  {
+    // Sizes a network is built from, each named when out of range.
+    const io::json_fields f(source, "model config field");
+    const auto d = [](int64_t v) { return static_cast<double>(v); };
+    constexpr double limit = 1 << 20;
+    f.range("embed_dim", d(c.embed_dim), 1, limit);
+    f.range("dim", d(c.dim), 1, limit);
+    f.range("heads", d(c.heads), 1, d(c.dim));
+    if (c.dim % c.heads != 0) f.fail("heads", fmt::format("is {}, which does not divide dim {}", c.heads, c.dim));
+    f.range("hidden", d(c.hidden), 1, limit);
+    f.range("max_positions", d(c.max_positions), 0, limit);
+    f.range("layers", d(c.layers), 0, 64);
+    f.range("feedforward", d(c.feedforward), c.layers > 0 ? 1 : 0, limit);
+    if (c.layers > 0 && c.dim != c.embed_dim)
+      f.fail("dim", fmt::format("is {}, but encoder layers need it equal to embed_dim {}", c.dim, c.embed_dim));
+    f.range("window", d(c.window), 0, 64);
+    f.range("dropout", c.dropout, 0, 1);
+    f.range("new_words", d(c.new_words), d(new_words.size()), d(new_words.size()));
+    if (outputs.empty()) throw_input(source, "bad model metadata: 'outputs' is empty");
+  }
 
   std::optional<vectors> defaults;
   if (c.embeddings == embedding_source::default_vectors) {
@@ -279,6 +295,7 @@ evaluation text_model::evaluate(const std::string& path) const {
     throw_usage("a masked-word model is scored while it trains (the held-out sequences' "
                 "masked-word accuracy) and by bench/wic, not by eval");
   const std::vector<train::text_example> examples = train::read_examples(path, m.config.task);
+  if (examples.empty()) throw_input(path, "no line to score (the file is empty or blank)");
   data_summary summary;
   std::vector<train::encoded_example> encoded;
   evaluation result;
@@ -286,17 +303,24 @@ evaluation text_model::evaluate(const std::string& path) const {
     train::encoded_example e =
         train::encode_example(ex, m.config.task, m.inputs, m.outputs, m.config.max_positions, summary);
     if (m.config.task == text_task::classify) {
-      if (e.label < 0 || e.inputs.empty()) ++result.skipped;
+      result.n += 1;
     } else {
-      // next words the model cannot output, or whose prefix is empty
-      for (size_t t = 1; t < e.outputs.size(); ++t) result.skipped += e.outputs[t] < 0 ? 1 : 0;
+      // Each word after the first is a next word to predict, known or not; words before a
+      // model's last max_positions are not predicted from (the model reads only the window).
+      const auto known = static_cast<int64_t>(std::count_if(
+          ex.tokens.begin(), ex.tokens.end(), [&](const std::string& t) { return m.inputs.find(t) >= 0; }));
+      const int64_t cut = m.config.max_positions > 0 ? std::max<int64_t>(0, known - m.config.max_positions) : 0;
+      result.n += std::max<int64_t>(0, static_cast<int64_t>(ex.tokens.size()) - 1 - cut);
     }
     encoded.push_back(std::move(e));
   }
   const train::scored_examples s = train::score_examples(m.net, m.config.task, encoded);
-  result.accuracy = s.accuracy;
+  result.lines = static_cast<int64_t>(examples.size());
+  result.scored = s.n;
+  result.n = std::max(result.n, s.n);
+  result.skipped = result.n - s.n;
+  result.accuracy = result.n > 0 ? s.accuracy * static_cast<double>(s.n) / static_cast<double>(result.n) : 0.0;
   result.loss = s.loss;
-  result.n = s.n;
   result.unknown_words = summary.unknown_words;
   return result;
 }

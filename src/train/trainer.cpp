@@ -71,10 +71,13 @@ uint64_t line_hash(const std::vector<std::string>& tokens) {
 // from the lines that no other line contains, and the training lines inside a held-out line
 // are left out. In a corpus without such lines this is a plain random split.
 std::vector<text_example> hold_out(std::vector<text_example>& lines, const train_options& o,
-                                   int64_t& dropped) {
+                                   int64_t& dropped, std::string& reason) {
   dropped = 0;
   const auto n = static_cast<int64_t>(lines.size());
-  if (n < o.valid_min_lines) return {};
+  if (n < o.valid_min_lines) {
+    reason = fmt::format("{} lines are too few to hold some out", n);
+    return {};
+  }
   std::unordered_map<uint64_t, std::vector<size_t>> by_hash;  // a whole line → its indices
   for (size_t i = 0; i < lines.size(); ++i)
     by_hash[line_hash(lines[i].tokens)].push_back(i);
@@ -98,22 +101,41 @@ std::vector<text_example> hold_out(std::vector<text_example>& lines, const train
     }
   };
   for (size_t i = 0; i < lines.size(); ++i) visit_spans(i, [&](size_t j) { contained[j] = true; });
+  // Whole distinct texts are held out, every copy with it: data often repeats lines, and
+  // holding out one copy while leaving the others out (they would leak) emptied small files.
+  // The first copy of each text stands for all of them.
   std::vector<size_t> candidates;
-  for (size_t i = 0; i < lines.size(); ++i)
-    if (!contained[i] && !lines[i].tokens.empty()) candidates.push_back(i);
+  std::unordered_map<uint64_t, std::vector<size_t>> firsts;  // hash → first copies seen
+  const auto first_copy = [&](size_t i) -> size_t {
+    for (size_t j : firsts[line_hash(lines[i].tokens)])
+      if (lines[j].tokens == lines[i].tokens) return j;
+    firsts[line_hash(lines[i].tokens)].push_back(i);
+    return i;
+  };
+  std::vector<size_t> first_of(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    first_of[i] = first_copy(i);
+    if (first_of[i] == i && !contained[i] && !lines[i].tokens.empty()) candidates.push_back(i);
+  }
   const auto share = static_cast<int64_t>(std::llround(o.valid_share * static_cast<double>(candidates.size())));
-  const int64_t take = std::min(max_valid_lines, share);
-  if (take < 1) return {};
+  int64_t take = std::min(max_valid_lines, share);
+  if (take < 1) {
+    reason = fmt::format("{} distinct lines are too few to hold some out", candidates.size());
+    return {};
+  }
   train::rng r(o.seed ^ 0x76616c6964ULL);  // its own stream: the split does not move the weights
   r.shuffle(candidates);
-  // 0: trains; 1: held out; 2: inside a held-out line (or the same text), left out
+  // 0: trains; 1: held out; 2: inside a held-out line, left out (its label would leak)
   std::vector<int> role(lines.size(), 0);
   for (int64_t k = 0; k < take; ++k) role[candidates[static_cast<size_t>(k)]] = 1;
-  for (int64_t k = 0; k < take; ++k) {
-    const size_t i = candidates[static_cast<size_t>(k)];
-    visit_spans(i, [&](size_t j) { if (role[j] == 0) role[j] = 2; });
-    for (size_t j : by_hash[line_hash(lines[i].tokens)])
-      if (role[j] == 0 && lines[j].tokens == lines[i].tokens) role[j] = 2;
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (role[first_of[i]] == 1) role[i] = 1;  // every copy of a held-out text
+  for (int64_t k = 0; k < take; ++k)
+    visit_spans(candidates[static_cast<size_t>(k)], [&](size_t j) { if (role[j] == 0) role[j] = 2; });
+  if (std::find(role.begin(), role.end(), 0) == role.end()) {
+    // Every line is a held-out text or inside one: nothing would train. Keep them all.
+    reason = "every training line is inside a line that would be held out, so none is";
+    return {};
   }
   std::vector<text_example> keep, valid;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -238,7 +260,10 @@ train_result train_text_model(const train_options& o, const train_callbacks& cb)
   const auto read_files = [&] {
     train_set = train::read_examples(o.data, o.task);
     if (train_set.empty()) throw_input(o.data, "no training examples (every line is blank)");
-    if (!o.valid.empty()) valid_set = train::read_examples(o.valid, o.task);
+    if (!o.valid.empty()) {
+      valid_set = train::read_examples(o.valid, o.task);
+      if (valid_set.empty()) throw_input(o.valid, "no validation examples (every line is blank)");
+    }
   };
   if (exchange != nullptr) exchange->agreed(read_files);
   else read_files();
@@ -247,7 +272,7 @@ train_result train_text_model(const train_options& o, const train_callbacks& cb)
     result.valid.source = o.valid;
   } else {
     int64_t dropped = 0;
-    valid_set = hold_out(train_set, o, dropped);
+    valid_set = hold_out(train_set, o, dropped, result.no_validation);
     result.left_out = dropped;
     if (!valid_set.empty())
       result.valid.source = fmt::format("{} lines held out from {}", valid_set.size(), o.data);

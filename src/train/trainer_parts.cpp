@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
@@ -39,6 +40,20 @@ void check_options(const train_options& o) {
   if (o.heads < 1) throw_usage(fmt::format("--heads must be at least 1, got {}", o.heads));
   if (o.dim < 0 || o.hidden < 0 || o.feedforward < 0) throw_usage("--dim, --hidden and --feedforward must be positive");
   if (o.layers < 0) throw_usage(fmt::format("--layers must be 0 or more, got {}", o.layers));
+  // Stated limits, so an impossible size is a usage error before anything is allocated rather
+  // than "out of memory" half-way: widths up to 4096 (a 50,000-word table of 4096-wide rows is
+  // 0.8 GB, four times that with gradients and AdamW's moments), at most 64 layers and as many
+  // heads as the width allows.
+  constexpr int64_t max_width = 4096, max_layers = 64;
+  for (auto [name, value] : {std::pair{"--dim", o.dim}, std::pair{"--hidden", o.hidden},
+                             std::pair{"--feedforward", o.feedforward},
+                             std::pair{"--learn-embeddings", o.learn_embeddings}})
+    if (value > max_width)
+      throw_usage(fmt::format("{} {} is past attn's limit of {}", name, value, max_width));
+  if (o.layers > max_layers)
+    throw_usage(fmt::format("--layers {} is past attn's limit of {}", o.layers, max_layers));
+  if (o.heads > max_width)
+    throw_usage(fmt::format("--heads {} is past attn's limit of {}", o.heads, max_width));
   if (o.min_count < 0) throw_usage(fmt::format("--min-count must be 0 or more, got {}", o.min_count));
   if (o.patience < 1) throw_usage(fmt::format("--patience must be at least 1, got {}", o.patience));
   if (o.window < -1 || o.window > 64)
@@ -166,7 +181,8 @@ std::string training_record(const train_options& o, int64_t epochs) {
     j["max_length"] = o.max_length;
     j["max_outputs"] = o.max_outputs;
   }
-  return j.dump();
+  // Paths may hold any bytes; the record is for people, so invalid UTF-8 shows as U+FFFD.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 bool better(const train::scored_examples& a, const train::scored_examples& b) {

@@ -64,7 +64,7 @@ def test_resume_refuses_a_missing_field_and_a_non_finite_weight(stopped_run, att
     args, checkpoint = stopped_run
     original = checkpoint.read_bytes()
     edit_checkpoint(checkpoint, lambda h: h["header"]["progress"].pop("chunk"))
-    assert "no field 'progress.chunk'" in one_error_line(attn(*args, "--resume"))
+    assert "checkpoint field 'progress.chunk' is missing" in one_error_line(attn(*args, "--resume"))
     # NaN in the first float array (the header is unchanged, so the arrays' offsets hold).
     checkpoint.write_bytes(original)
     n = struct.unpack("<Q", original[MAGIC:MAGIC + 8])[0]
@@ -212,3 +212,220 @@ def test_ctrl_c_during_embed_batch_leaves_no_temporary(tmp_path):
     proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+# ---- 9. a scale whose scores overflow float32 is refused, never NaN with exit 0 ----
+
+def test_a_scale_that_overflows_float32_is_refused(tmp_path, attn, qkv):
+    args = ["sdpa", "--query", qkv, "--key", qkv, "--value", qkv, "-o", tmp_path / "o.npy"]
+    r = attn(*args, "--scale", "3e38")
+    assert r.code == 1 and "overflow float32" in one_error_line(r)
+    assert not (tmp_path / "o.npy").exists()
+    # The float64 reference computes it, finite.
+    assert attn(*args, "--scale", "3e38", "--kernel", "reference").code == 0
+    assert np.isfinite(np.load(tmp_path / "o.npy")).all()
+    # Inputs large enough to overflow at the default scale: an error too.
+    big = tmp_path / "big.npy"
+    np.save(big, np.full((1, 2, 5, 4), 1e20, np.float32))
+    r = attn("sdpa", "--query", big, "--key", big, "--value", qkv, "-o", tmp_path / "p.npy")
+    assert r.code == 2 and "overflow float32" in one_error_line(r)
+
+
+# ---- 10. eval counts every line ----
+
+def test_eval_counts_lines_it_cannot_score_as_wrong(tmp_path, attn):
+    model = tmp_path / "m.safetensors"
+    assert attn("train", "--task", "classify", "--data", NEGATION, "--epochs", "2", "-o", model).code == 0
+    data = tmp_path / "d.tsv"
+    data.write_text("positive\tthe film was great\nnegative\tthe film was not great\n"
+                    "neutral\tthe film was great\npositive\tzzzq qqqz\n")
+    r = attn("eval", "--model", model, "--data", data)
+    assert r.code == 0, r.err
+    out = json.loads(r.out)
+    assert out["lines"] == 4 and out["n"] == 4 and out["scored"] == 2
+    assert out["accuracy"] <= 0.5
+    assert "2 of 4 lines could not be scored" in r.err
+    empty = tmp_path / "e.tsv"
+    empty.write_text("\n\n")
+    r = attn("eval", "--model", model, "--data", empty)
+    assert r.code == 2 and "no line to score" in one_error_line(r)
+
+
+# ---- 11. values that should be refused ----
+
+def write_attnvec(path, words, values, dtype="<f4"):
+    blob = "".join(w + "\n" for w in words).encode()
+    offset = (64 + len(blob) + 63) // 64 * 64
+    head = b"ATTNVEC1" + struct.pack("<IIQQQQQ", 1, 1 if dtype == "<f4" else 2, len(words),
+                                     values.shape[1], 64, len(blob), offset)
+    head += b"\0" * (64 - len(head))
+    path.write_bytes(head + blob + b"\0" * (offset - 64 - len(blob)) + values.astype(dtype).tobytes())
+
+
+@pytest.mark.parametrize("dtype", ["<f4", "<f2"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_attnvec_with_a_non_finite_value_is_refused(tmp_path, attn, dtype, bad):
+    f = tmp_path / "v.attnvec"
+    write_attnvec(f, ["river", "bank"], np.array([[0.1, 0.2, 0.3], [0.4, bad, 0.6]]), dtype)
+    for args in (["vectors", "info", f], ["vectors", "convert", f, tmp_path / "o.attnvec"],
+                 ["embed", "--vectors", f, "river bank"]):
+        r = attn(*args)
+        assert r.code == 2, r.err
+        assert "not a finite number" in one_error_line(r) and "word 2 ('bank'), value 2" in r.err
+    assert not (tmp_path / "o.attnvec").exists()
+
+
+def model_with_config(tmp_path, attn, edit):
+    """A trained model whose config metadata went through edit(dict)."""
+    model = tmp_path / "m.safetensors"
+    assert attn("train", "--task", "classify", "--data", NEGATION, "--epochs", "1", "-o", model).code == 0
+    b = model.read_bytes()
+    n = struct.unpack("<Q", b[:8])[0]
+    head = json.loads(b[8:8 + n])
+    config = json.loads(head["__metadata__"]["config"])
+    head["__metadata__"]["config"] = edit(config)
+    text = json.dumps(head).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(struct.pack("<Q", len(text)) + text + b[8 + n:])
+    return bad
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: json.dumps({**c, "heads": 4.5}), "model config field 'heads' must be an integer, got 4.5"),
+    (lambda c: json.dumps({**c, "task": 7}), "model config field 'task' must be a string"),
+    (lambda c: json.dumps({k: v for k, v in c.items() if k != "dim"}), "model config field 'dim' is missing"),
+    (lambda c: "not json", "model config field 'config' is not valid JSON"),
+    (lambda c: json.dumps({**c, "heads": 3}), "model config field 'heads' is 3, which does not divide dim"),
+    (lambda c: json.dumps({**c, "layers": 100000}), "model config field 'layers' is 100000"),
+])
+def test_model_config_errors_name_the_field(tmp_path, attn, edit, message):
+    bad = model_with_config(tmp_path, attn, edit)
+    r = attn("predict", "--model", bad, "good")
+    assert r.code == 2, r.err
+    line = one_error_line(r)
+    assert message in line and "json.exception" not in line
+
+
+@pytest.mark.parametrize("seed", ["-1", "18446744073709551616", "1.5", "x"])
+def test_a_seed_out_of_range_is_refused_not_wrapped(tmp_path, attn, seed):
+    r = attn("train", "--task", "classify", "--data", NEGATION, "--seed", seed, "-o", tmp_path / "m.st")
+    assert r.code == 1 and f"--seed '{seed}'" in one_error_line(r)
+
+
+def test_empty_valid_file_is_refused(tmp_path, attn):
+    empty = tmp_path / "v.tsv"
+    empty.write_text("")
+    r = attn("train", "--task", "classify", "--data", NEGATION, "--valid", empty, "-o", tmp_path / "m.st")
+    assert r.code == 2 and "no validation examples" in one_error_line(r)
+
+
+# ---- 12. invalid UTF-8 and an unwritable output fail before training ----
+
+@pytest.mark.parametrize("task, line", [("classify", b"positive\tgood caf\xe9 au lait\n"),
+                                         ("next-word", b"the caf\xe9 was good\n"),
+                                         ("masked-word", b"the caf\xe9 was good .\n")])
+def test_invalid_utf8_in_training_data_is_refused_before_training(tmp_path, attn, task, line):
+    data = tmp_path / "d.txt"
+    good = b"positive\tthe film was great\n" if task == "classify" else b"the film was great .\n"
+    data.write_bytes(good * 5 + line + good * 5)
+    r = attn("train", "--task", task, "--data", data, "-o", tmp_path / "m.safetensors")
+    assert r.code == 2, r.err
+    err = one_error_line(r)
+    assert "not UTF-8" in err and "0xE9" in err and err.endswith("line 6")
+    assert "epoch" not in r.err  # refused before the first epoch
+
+
+def test_an_output_in_a_missing_directory_fails_before_training(tmp_path, attn):
+    r = attn("train", "--task", "classify", "--data", NEGATION, "-o", tmp_path / "no" / "m.safetensors")
+    assert r.code == 2 and "does not exist" in one_error_line(r)
+    assert "epoch" not in r.err
+
+
+# ---- 13. sizes past a stated limit, devices as inputs, raw bytes escaped ----
+
+@pytest.mark.parametrize("option, value", [("--dim", "1000000000"), ("--hidden", "1000000000"),
+                                            ("--learn-embeddings", "1000000000"), ("--layers", "100000")])
+def test_impossible_sizes_are_usage_errors(tmp_path, attn, option, value):
+    r = attn("train", "--task", "classify", "--data", NEGATION, option, value, "-o", tmp_path / "m.st")
+    assert r.code == 1, r.err
+    assert "past attn's limit" in one_error_line(r)
+
+
+@pytest.mark.parametrize("args", [["vectors", "info", "/dev/zero"], ["embed", "--vectors", "/dev/zero", "x"],
+                                  ["predict", "--model", "/dev/zero", "x"],
+                                  ["train", "--task", "classify", "--data", "/dev/zero", "-o", "m.st"]])
+def test_a_device_as_input_is_refused_not_read_forever(tmp_path, attn, args):
+    r = attn(*args)
+    assert r.code == 2 and "is a device" in one_error_line(r)
+
+
+def test_raw_bytes_from_a_file_are_escaped_in_messages(tmp_path, attn):
+    f = tmp_path / "f.txt"
+    f.write_bytes(b"river 0.1 0.2 0.3\nbank 0.4 0.\xe95\r\x00 0.6\n")
+    r = attn("embed", "--vectors", f, "river bank")
+    assert r.code == 2
+    raw = r.err.encode("utf-8", "surrogateescape")
+    line = one_error_line(r)
+    assert "\\xE9" in line and "\r" not in line and "\x00" not in line
+    r.err.encode("utf-8")  # decodes and encodes: nothing raw
+
+
+# ---- 17, 18, 19: the command line's own words ----
+
+def test_an_unknown_command_is_named_and_the_commands_listed(attn):
+    r = attn("embedd", "x")
+    assert r.code == 1
+    assert one_error_line(r).startswith("error: unknown command 'embedd'; the commands are embed,")
+
+
+def test_train_help_says_max_pooling(attn):
+    r = attn("train", "--help")
+    assert "→ mean →" not in r.out and "max by default" in r.out
+
+
+def test_a_blank_line_in_embed_batch_is_warned_about(tmp_path, attn):
+    f = tmp_path / "in.txt"
+    f.write_text("the river bank\n\nthe money\n")
+    r = attn("embed", "--batch", f, "--format", "json")
+    assert r.code == 0
+    assert "line 2: blank line (an empty record)" in r.err
+    assert len(r.out.splitlines()) == 3
+
+
+# ---- 21. repeated lines do not empty the training set ----
+
+def test_repeated_lines_keep_a_training_set(tmp_path, attn):
+    rng = np.random.default_rng(1)
+    adjectives = ["good", "great", "fine", "nice", "bad", "awful", "poor", "dull"]
+    nouns = ["film", "book", "meal"]
+    sentences = [(("positive" if i < 4 else "negative"), f"the {n} was {a}")
+                 for i, a in enumerate(adjectives) for n in nouns]
+    lines = [sentences[int(rng.integers(len(sentences)))] for _ in range(640)]
+    data = tmp_path / "d.tsv"
+    data.write_text("".join(f"{l}\t{t}\n" for l, t in lines))
+    r = attn("train", "--task", "classify", "--data", data, "--epochs", "2", "-o", tmp_path / "m.st")
+    assert r.code == 0, r.err
+    assert "lines held out" in r.err
+
+
+# ---- 22. predict --batch; --threads on the heavy commands ----
+
+def test_predict_batch_writes_one_record_per_line(tmp_path, attn):
+    model = tmp_path / "m.safetensors"
+    assert attn("train", "--task", "classify", "--data", NEGATION, "--epochs", "2", "--threads", "1",
+                "-o", model).code == 0
+    texts = tmp_path / "t.txt"
+    texts.write_text("the film was great\n\nzzzq\nthe film was not great\n")
+    out = tmp_path / "p.jsonl"
+    r = attn("predict", "--model", model, "--batch", texts, "--top", "2", "-o", out, "--threads", "1")
+    assert r.code == 0, r.err
+    records = [json.loads(l) for l in out.read_text().splitlines()]
+    assert [x["line"] for x in records] == [1, 2, 3, 4]
+    assert records[1]["prediction"] is None and records[2]["prediction"] is None
+    for x in (records[0], records[3]):
+        single = attn("predict", "--model", model, "--top", "2", x["text"]).out.splitlines()
+        assert x["prediction"] == single[0] and len(x["top"]) == 2
+    assert "line 2" in r.err and "line 3" in r.err
+    for command in (["embed", "x"], ["sdpa"], ["mha"], ["eval"]):
+        assert "--threads" in attn(*command, "--help").out

@@ -49,7 +49,8 @@ def test_eval_prints_one_json_line(attn, toy_model):
     assert r.code == 0, r.err
     assert r.out.count("\n") == 1
     out = json.loads(r.out)
-    assert set(out) == {"accuracy", "loss", "n"}
+    assert set(out) == {"accuracy", "loss", "n", "lines", "scored"}
+    assert out["lines"] == 4 and out["scored"] == 8
     # 8 prefixes; "not" and "do" alone are each followed by both words, so 6 is the best possible.
     assert out["n"] == 8 and out["accuracy"] == 0.75 and out["loss"] > 0
 
@@ -90,8 +91,11 @@ def test_classify_with_learned_embeddings_and_unknown_words(attn, tmp_path):
     r = attn("eval", "--model", model, "--data", valid)
     assert r.code == 0, r.err
     out = json.loads(r.out)
-    assert out["n"] == 2 and out["accuracy"] == 1.0  # the unknown label "other" is skipped
-    assert "1 words without an embedding" in r.err and "1 lines skipped" in r.err
+    # Every line counts (#27): the unknown label "other" cannot be scored, so it is wrong.
+    assert out["n"] == 3 and out["scored"] == 2 and out["lines"] == 3
+    assert abs(out["accuracy"] - 2 / 3) < 1e-12
+    assert "1 words without an embedding" in r.err
+    assert "1 of 3 lines could not be scored" in r.err and "count as wrong" in r.err
     r = attn("predict", "--model", model, "zzzunknown good")
     assert r.code == 0 and r.out.splitlines()[0] == "pos"
     assert "unknown word skipped: zzzunknown" in r.err
