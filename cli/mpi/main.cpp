@@ -1,12 +1,16 @@
 // attn-mpi: the attn command line on MPI. sdpa and bench run ring attention across the ranks
 // (src/dist/), embed --batch shares its lines among them, train is data-parallel; the other
 // subcommands are the plain attn's and run on rank 0 alone. Without
-// mpirun it is one rank. Errors of the shared subcommands are agreed by all ranks, so rank 0
-// alone prints them: one line, whatever the number of ranks.
-#include <algorithm>
+// mpirun it is one rank. Before any work the ranks agree that they were given the same command;
+// errors of the shared subcommands are agreed by all ranks, so rank 0 alone prints them: one
+// line, whatever the number of ranks.
+#include <fmt/format.h>
+
 #include <string>
 
+#include "across_ranks.hpp"
 #include "app.hpp"
+#include "attn/error.hpp"
 #include "dist/session.hpp"
 #include "embed_batch.hpp"
 #include "embed_shared.hpp"
@@ -42,22 +46,20 @@ std::vector<attn::cli::subcommand> mpi_subcommands() {
   return commands;
 }
 
-// sdpa, bench, train and embed --batch; a single text's embed runs on rank 0 like the rest.
-bool shared_across_ranks(int argc, char** argv) {
-  if (argc < 2) return false;
-  const std::string command = argv[1];
-  if (command == "sdpa" || command == "bench" || command == "train") return true;
-  if (command != "embed") return false;
-  for (int i = 2; i < argc; ++i)
-    if (std::string(argv[i]).starts_with("--batch")) return true;
-  return false;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   attn::dist::session world(argc, argv);
-  const bool shared = shared_across_ranks(argc, argv);
+  // First of all, the ranks agree that they were given the same command: the same options and,
+  // for the files each reads itself, the same contents (across_ranks.hpp). Otherwise they would
+  // compute different things, crash or wait for each other forever.
+  try {
+    attn::dist::agree_on_command(attn::cli::command_arguments(argc, argv));
+  } catch (const attn::error& e) {
+    if (attn::dist::rank() == 0) fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
+  }
+  const bool shared = attn::cli::shared_across_ranks(argc, argv);
   if (!shared && attn::dist::rank() != 0) return 0;
   return attn::cli::run_app("attn-mpi",
                             "attn-mpi: attn on MPI. sdpa and bench run ring attention over the "
