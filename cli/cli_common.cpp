@@ -14,6 +14,7 @@
 #include "attn/error.hpp"
 #include "attn/mask.hpp"
 #include "attn/safetensors.hpp"
+#include "attn/tokenizer.hpp"
 #include "output_target.hpp"
 #include "staged_output.hpp"
 
@@ -39,6 +40,15 @@ vectors load_vectors(const std::string& path) {
 
 void warn(const std::string& message) {
   fmt::print(stderr, "warning: {}\n", escape_for_message(message));
+}
+
+const std::string& check_picture_length(const std::string& text, const std::string& command) {
+  const size_t n = tokenize(text).size();
+  if (n > max_picture_tokens)
+    throw_usage(fmt::format("{} draws every pair of tokens; the text has {} tokens, the limit is "
+                            "{} (use attn embed for long texts)",
+                            command, n, max_picture_tokens));
+  return text;
 }
 
 void add_threads_option(CLI::App* command) {

@@ -36,6 +36,13 @@ tensor read_float_tensor(const std::string& path, const std::string& what);
 // A mask .npy: float stays additive; bool becomes 0 / -inf with `keep_when` as the True meaning.
 tensor read_mask_npy(const std::string& path, bool keep_when);
 
+// Pictures and walkthroughs draw every pair of tokens (N × N cells, three matrices in explain):
+// past this many tokens a text is refused with a usage error rather than drawn for minutes into
+// a file of gigabytes. embed has no such limit (its memory is linear in N).
+constexpr size_t max_picture_tokens = 1000;
+// The text, or a usage error naming `command` when it has more tokens than that.
+const std::string& check_picture_length(const std::string& text, const std::string& command);
+
 // --threads N on a heavy command: OpenMP's thread count for the run (default: all cores).
 void add_threads_option(CLI::App* command);
 

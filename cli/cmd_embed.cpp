@@ -90,6 +90,9 @@ void run(const embed_args& args) {
     return;
   }
   embed_options options{scale_spec::parse(args.scale), args.strict};
+  // Only JSON prints A (N × N); the other formats stream C through the fused kernel, so their
+  // memory stays linear in the text's length.
+  options.keep_steps = format == "json";
   const vectors vocab = load_vectors(args.vectors_path);
   if (!args.batch.empty()) {
     run_embed_batch(args.batch, args.output, format, vocab, options, args.loop);

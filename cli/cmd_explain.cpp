@@ -33,7 +33,8 @@ bool use_color(const explain_args& args) {
 
 void run(const explain_args& args) {
   vectors vocab = load_vectors(args.vectors_path);
-  embedding e = embed(read_text(args.text), vocab, {scale_spec::parse(args.scale), false});
+  embedding e = embed(check_picture_length(read_text(args.text), "explain"), vocab,
+                      {scale_spec::parse(args.scale), false});
   if (!e.unknown.empty())
     warn(fmt::format("left out of attention, not in the vectors: {}", fmt::join(e.unknown, " ")));
   if (args.html)

@@ -50,7 +50,7 @@ std::optional<int> parse_head(const std::string& text) {
 // as tables under it.
 heatmap_page vectors_page(const heatmap_args& args, const scale_spec& scale) {
   vectors vocab = load_vectors(args.vectors_path);
-  embedding e = embed(read_text(args.text), vocab, {scale, false});
+  embedding e = embed(check_picture_length(read_text(args.text), "heatmap"), vocab, {scale, false});
   if (!e.unknown.empty())
     warn(fmt::format("left out of attention, not in the vectors: {}", fmt::join(e.unknown, " ")));
   return explain_page(e, vocab.source());
@@ -60,6 +60,7 @@ heatmap_page vectors_page(const heatmap_args& args, const scale_spec& scale) {
 heatmap_page model_page(const heatmap_args& args) {
   const text_model model = text_model::load(args.model_path);
   const std::string text = read_text(args.text);
+  check_picture_length(text, "heatmap");
   const attention_map a = model.attention(text);
   if (!a.unknown.empty())
     warn(fmt::format("left out of attention, not known to the model: {}", fmt::join(a.unknown, " ")));

@@ -15,13 +15,18 @@ namespace attn {
 struct embed_options {
   scale_spec scale = {};
   bool strict = false;  // unknown tokens are an error instead of being left out
+  // Keep every step (S, the scaled S, A: N × N each), computed in float64 one row at a time, as
+  // explain shows them and the JSON "attention" field prints A. Without them only C is made, by
+  // the fused kernel (float32, the tiled online softmax): memory linear in N, so a long text's
+  // embeddings need no N × N matrix (steps.scores, scaled and weights stay empty).
+  bool keep_steps = true;
 };
 
 struct embedding {
   std::vector<std::string> tokens;   // the tokens that took part, lowercased, in order
   std::vector<std::string> unknown;  // tokens not in the vocabulary, left out of attention
   tensor static_vectors;             // E [N, d]
-  self_attention_steps steps;        // S, scaled S, A, C
+  self_attention_steps steps;        // S, scaled S, A, C (C only without keep_steps)
 };
 
 // Throws a usage error when no token of the text is in the vocabulary, and (strict) when any is

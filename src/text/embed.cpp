@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "attn/error.hpp"
+#include "attn/sdpa.hpp"
 #include "attn/tokenizer.hpp"
 
 namespace attn {
@@ -38,7 +39,16 @@ embedding embed(std::string_view text, const vectors& vocab, const embed_options
     auto v = vocab.vector(rows[static_cast<size_t>(i)]);
     std::copy(v.begin(), v.end(), e + i * d);
   }
-  out.steps = self_attention(out.static_vectors, options.scale);
+  if (options.keep_steps) {
+    out.steps = self_attention(out.static_vectors, options.scale);
+    return out;
+  }
+  // C = softmax(E·Eᵀ·scale)·E through sdpa's fused kernel, as one head of one batch.
+  const tensor e4 = out.static_vectors.reshape({1, 1, n, d});
+  sdpa_options attention;
+  attention.scale = options.scale;
+  out.steps.scale = options.scale.resolve(d);
+  out.steps.context = sdpa(e4, e4, e4, attention).reshape({n, d});
   return out;
 }
 

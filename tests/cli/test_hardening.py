@@ -429,3 +429,35 @@ def test_predict_batch_writes_one_record_per_line(tmp_path, attn):
     assert "line 2" in r.err and "line 3" in r.err
     for command in (["embed", "x"], ["sdpa"], ["mha"], ["eval"]):
         assert "--threads" in attn(*command, "--help").out
+
+
+# ---- 8. embed's memory is linear in the text; pictures refuse texts past a stated limit ----
+
+def peak_rss_kib(args, stdin_text):
+    """Runs attn and returns (exit code, its own peak resident memory in KiB)."""
+    proc = subprocess.Popen([ATTN, *map(str, args)], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc.stdin.write(stdin_text.encode())
+    proc.stdin.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_maxrss
+
+
+def test_embed_memory_grows_linearly_with_the_text(tmp_path):
+    sentence = "the river bank is muddy and the money is in the bank of england today "
+    short, long = sentence * 100, sentence * 400  # 1,500 and 6,000 tokens
+    code_short, rss_short = peak_rss_kib(["embed", "-o", tmp_path / "a.txt", "-"], short)
+    code_long, rss_long = peak_rss_kib(["embed", "-o", tmp_path / "b.txt", "-"], long)
+    assert code_short == 0 and code_long == 0
+    # Three N × N float matrices at N = 6,000 are 432 MB (7× the short run's peak); linear
+    # memory keeps the long run within twice the short one's.
+    assert rss_long < 2 * rss_short, (rss_short, rss_long)
+
+
+@pytest.mark.parametrize("command", [["heatmap", "-o", "h.svg"], ["explain"]])
+def test_pictures_refuse_texts_past_the_limit(tmp_path, attn, command):
+    text = "the bank " * 501  # 1,002 tokens
+    r = attn(*[tmp_path / c if c.endswith(".svg") else c for c in command], "-", stdin=text)
+    assert r.code == 1 and "the limit is 1000" in one_error_line(r)
+    assert not (tmp_path / "h.svg").exists()
