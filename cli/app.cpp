@@ -106,9 +106,11 @@ int run_app(const std::string& program, const std::string& description,
     if (!known) {
       std::vector<std::string> names;
       for (const subcommand& c : commands) names.push_back(c.name);
-      if (report_errors)
-        fmt::print(stderr, "error: unknown command '{}'; the commands are {}\nrun '{} --help' for more\n",
-                   escape_for_message(word), fmt::join(names, ", "), program);
+      if (report_errors) {
+        fmt::print(stderr, "error: unknown command '{}'; the commands are {}\n",
+                   escape_for_message(word), fmt::join(names, ", "));
+        print_usage_hint(program, commands, app);
+      }
       return 1;
     }
   }

@@ -26,7 +26,8 @@ m.embed(text) -> (tokens, embeddings float32 [L, E]): the output of the model's 
     attention block for each token, before pooling (causal for next-word models: row t has
     seen tokens 0 … t only).
 m.predict(text, k=5) -> [(label, probability), …], best first.
-m.evaluate(path) -> {"accuracy", "loss", "n"} over a file in the task's format.
+m.evaluate(path) -> {"accuracy", "loss", "n", "lines", "scored"} over a file in the task's
+format; every line counts (one the model cannot score is wrong; the loss is over the scored).
 m.labels (the output words or labels, in class order), m.task, m.dim (E), m.heads.
 Words the model has no embedding for are left out with a UserWarning; a text with none it knows
 raises attn.UsageError.)doc";
@@ -77,6 +78,8 @@ py::dict evaluate(const text_model& m, const std::filesystem::path& path) {
   out["accuracy"] = e.accuracy;
   out["loss"] = e.loss;
   out["n"] = e.n;
+  out["lines"] = e.lines;
+  out["scored"] = e.scored;
   return out;
 }
 

@@ -39,16 +39,15 @@ embedding embed(std::string_view text, const vectors& vocab, const embed_options
     auto v = vocab.vector(rows[static_cast<size_t>(i)]);
     std::copy(v.begin(), v.end(), e + i * d);
   }
-  if (options.keep_steps) {
-    out.steps = self_attention(out.static_vectors, options.scale);
-    return out;
-  }
-  // C = softmax(E·Eᵀ·scale)·E through sdpa's fused kernel, as one head of one batch.
+  // C = softmax(E·Eᵀ·scale)·E through sdpa's fused kernel, as one head of one batch: memory
+  // linear in N, and the same bits whatever else is kept.
   const tensor e4 = out.static_vectors.reshape({1, 1, n, d});
   sdpa_options attention;
   attention.scale = options.scale;
+  tensor context = sdpa(e4, e4, e4, attention).reshape({n, d});
+  if (options.keep_steps) out.steps = self_attention(out.static_vectors, options.scale);
   out.steps.scale = options.scale.resolve(d);
-  out.steps.context = sdpa(e4, e4, e4, attention).reshape({n, d});
+  out.steps.context = std::move(context);
   return out;
 }
 

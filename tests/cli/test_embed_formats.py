@@ -118,7 +118,11 @@ def test_batch_strict_fails_with_the_line_and_writes_nothing(attn, batch_file, t
     out.write_text("precious")
     r = attn("embed", "--batch", batch_file, "--strict", "-o", out)
     assert r.code == 2
-    line = one_error_line(r)
+    # The records stream, so the earlier lines' warnings (line 2 is blank) come first; the error
+    # is the one line that ends the run.
+    errors = [l for l in r.err.splitlines() if l.startswith("error: ")]
+    assert len(errors) == 1 and r.err.splitlines()[-1] == errors[0], r.err
+    line = errors[0]
     assert str(batch_file) in line and "zzqxv" in line and line.endswith("line 3")
     assert out.read_text() == "precious"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl", "sentences.txt"]

@@ -158,14 +158,15 @@ def test_predict_gives_labels_and_probabilities(hand_models):
 def test_evaluate_gives_accuracy_loss_and_n(hand_models, tmp_path):
     path, t, config, outputs = hand_models["classify"]
     lines = [("positive", "the movie was good"), ("negative", "the movie was not good"),
-             ("negative", "never bad"), ("other", "good")]  # an unknown label is skipped
+             ("negative", "never bad"), ("other", "good")]  # an unknown label counts as wrong
     data = tmp_path / "data.tsv"
     data.write_text("".join(f"{label}\t{text}\n" for label, text in lines))
     got = attn.TextModel.load(path).evaluate(data)
-    assert set(got) == {"accuracy", "loss", "n"} and got["n"] == 3
+    assert set(got) == {"accuracy", "loss", "n", "lines", "scored"}
+    assert got["n"] == 4 and got["lines"] == 4 and got["scored"] == 3
     probs = [numpy_probabilities(t, config, text.split()) for _, text in lines[:3]]
     labels = [outputs.index(label) for label, _ in lines[:3]]
-    assert got["accuracy"] == pytest.approx(np.mean([p.argmax() == y for p, y in zip(probs, labels)]))
+    assert got["accuracy"] == pytest.approx(sum(p.argmax() == y for p, y in zip(probs, labels)) / 4)
     assert got["loss"] == pytest.approx(np.mean([-np.log(p[y]) for p, y in zip(probs, labels)]), rel=1e-5)
 
 
