@@ -15,6 +15,11 @@ namespace {
 
 enum class role { input, output };
 
+std::function<void(const std::function<void()>&)>& agreement() {
+  static std::function<void(const std::function<void()>&)> agreed;
+  return agreed;
+}
+
 std::map<const CLI::Option*, role>& roles() {
   static std::map<const CLI::Option*, role> table;
   return table;
@@ -72,7 +77,23 @@ CLI::Option* writes(CLI::Option* option) {
   return option;
 }
 
+static void check_files_here(const CLI::App& command, const std::vector<named_file>& more_inputs,
+                      const std::vector<named_file>& more_outputs);
+
+void check_files_through(std::function<void(const std::function<void()>&)> agreed) {
+  agreement() = std::move(agreed);
+}
+
 void check_file_roles(const CLI::App& command, const std::vector<named_file>& more_inputs,
+                      const std::vector<named_file>& more_outputs) {
+  if (agreement()) {
+    agreement()([&] { check_files_here(command, more_inputs, more_outputs); });
+    return;
+  }
+  check_files_here(command, more_inputs, more_outputs);
+}
+
+static void check_files_here(const CLI::App& command, const std::vector<named_file>& more_inputs,
                       const std::vector<named_file>& more_outputs) {
   std::vector<named> inputs, outputs;
   for (const CLI::Option* option : command.get_options()) {

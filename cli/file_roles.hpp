@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,5 +23,10 @@ using named_file = std::pair<std::string, std::string>;
 
 void check_file_roles(const CLI::App& command, const std::vector<named_file>& more_inputs = {},
                       const std::vector<named_file>& more_outputs = {});
+
+// attn-mpi, where the ranks run one command together and rank 0 alone writes: the check runs
+// through `agreed` (dist::on_root), on rank 0, and its error reaches every rank, so no rank goes
+// on to wait for one that failed alone.
+void check_files_through(std::function<void(const std::function<void()>&)> agreed);
 
 }  // namespace attn::cli

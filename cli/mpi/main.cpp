@@ -10,6 +10,8 @@
 
 #include "across_ranks.hpp"
 #include "app.hpp"
+#include "dist/agree.hpp"
+#include "file_roles.hpp"
 #include "attn/error.hpp"
 #include "dist/session.hpp"
 #include "embed_batch.hpp"
@@ -61,6 +63,8 @@ int main(int argc, char** argv) {
   }
   const bool shared = attn::cli::shared_across_ranks(argc, argv);
   if (!shared && attn::dist::rank() != 0) return 0;
+  // Shared commands write on rank 0 alone: their outputs are checked there, for every rank.
+  if (shared) attn::cli::check_files_through(attn::dist::on_root);
   return attn::cli::run_app("attn-mpi",
                             "attn-mpi: attn on MPI. sdpa and bench run ring attention over the "
                             "ranks (mpirun -n K), embed --batch shares its lines among them, train "
