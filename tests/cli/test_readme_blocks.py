@@ -43,6 +43,13 @@ NORMALISE = [
 # A command's output is compared without its trailing blank lines: in `make demo`'s block those
 # separate the commands (the Makefile echoes them), they are not attn's output.
 
+# The README shows what `make build` (Release) prints. A build with other flags (the sanitizers'
+# RelWithDebInfo) rounds some sums differently and so trains another model (the negation run
+# keeps another epoch): tests/CMakeLists.txt sets ATTN_README_EXACT=0 for such builds, and there
+# a session whose output differs is skipped, naming its commands, once every command exited 0
+# (what such a build checks). Unset, as when pytest is run by hand, outputs must match.
+EXACT = os.environ.get("ATTN_README_EXACT", "1") == "1"
+
 # Blocks that cannot run here (keyed by the start of their first line), and why.
 NOT_RUN = {
     "make demo    #": "builds the project (and `make test` runs every test, this one included); "
@@ -159,10 +166,16 @@ def readme(tmp_path_factory):
 
 @pytest.mark.parametrize("block", SESSIONS, ids=[f"README.md:{b.line}" for b in SESSIONS])
 def test_session_block_output_is_what_the_commands_print(readme, block):
+    differ = []
     for command, expected in session_steps(block):
         r = readme["results"][(block.line, command)]
         assert r.returncode == 0, f"$ {command}\n{r.stdout}"
-        assert normalise(r.stdout) == normalise("\n".join(expected)), f"$ {command}"
+        if EXACT:
+            assert normalise(r.stdout) == normalise("\n".join(expected)), f"$ {command}"
+        elif normalise(r.stdout) != normalise("\n".join(expected)):
+            differ.append(command)
+    if differ:
+        pytest.skip(f"not a Release build (ATTN_README_EXACT=0), and these print other figures: {differ}")
 
 
 def test_every_rule_is_used():
