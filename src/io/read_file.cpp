@@ -37,14 +37,21 @@ void check_input_path(const std::string& path) {
   check_mode(info.st_mode, path);
 }
 
+input_file::input_file(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+  if (fd_ < 0) throw_input(path, fmt::format("cannot open: {}", std::strerror(errno)));
+  try {
+    check_input_kind(fd_, path);
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
+}
+
+input_file::~input_file() { ::close(fd_); }
+
 std::string read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_input(path, fmt::format("cannot open: {}", std::strerror(errno)));
-  struct closer {
-    int fd;
-    ~closer() { ::close(fd); }
-  } close_at_exit{fd};
-  check_input_kind(fd, path);
+  const input_file file(path);
+  const int fd = file.fd();
   std::string bytes;
   char buffer[1 << 16];
   for (;;) {

@@ -18,6 +18,19 @@ void check_input_kind(int fd, const std::string& path);
 // The same by path, for readers that open files themselves (it stats without opening).
 void check_input_path(const std::string& path);
 
+// An input opened read-only after the checks above, closed with the object.
+class input_file {
+ public:
+  explicit input_file(const std::string& path);
+  ~input_file();
+  input_file(const input_file&) = delete;
+  input_file& operator=(const input_file&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
 // A whole file's bytes ("cannot open: …", and the checks above).
 std::string read_file(const std::string& path);
 

@@ -75,16 +75,10 @@ struct file_bytes {
 };
 
 file_bytes read_whole_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_input(path, fmt::format("cannot open: {}", std::strerror(errno)));
-  struct closer {
-    int fd;
-    ~closer() { ::close(fd); }
-  } close_at_exit{fd};
-
+  const input_file file(path);  // a directory or a device is refused (io/read_file.hpp)
+  const int fd = file.fd();
   struct stat info {};
   if (::fstat(fd, &info) != 0) throw_input(path, fmt::format("cannot stat: {}", std::strerror(errno)));
-  check_input_kind(fd, path);
   if (S_ISREG(info.st_mode) && info.st_size > 0) {
     const auto length = static_cast<size_t>(info.st_size);
     void* address = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd, 0);
