@@ -50,7 +50,9 @@ void add_vectors_command(CLI::App& app) {
   auto args = std::make_shared<convert_args>();
   CLI::App* conv = sub->add_subcommand(
       "convert", "Convert GloVe / word2vec / fastText vectors to .attnvec (loads with mmap)");
-  conv->add_option("IN", args->input, "Input vectors (any supported format)")->required();
+  conv->add_option("IN", args->input,
+                   "Input vectors (any supported format; \"default\" for the embedded one)")
+      ->required();
   conv->add_option("OUT", args->output, "Output .attnvec")->required();
   conv->add_option("--top", args->top, "Keep only the first N words (files list them by frequency)")
       ->check(CLI::NonNegativeNumber);
@@ -61,7 +63,7 @@ void add_vectors_command(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   CLI::App* show = sub->add_subcommand("info", "Format, size and first words of a vectors file");
   show->add_option("PATH", *path, "Vectors file (\"default\" for the embedded one)")->required();
-  show->callback([path] { info(*path == "default" ? "" : *path); });
+  show->callback([path] { info(*path); });
 }
 
 }  // namespace attn::cli

@@ -103,8 +103,8 @@ void bind_vectors(py::module_& m) {
   using namespace pybind11::literals;
   py::class_<vectors, std::shared_ptr<vectors>>(m, "Vectors", class_doc)
       .def_static("load", &load, "path"_a = py::none(),
-                  "Loads word vectors from a file (any supported format); no path gives the "
-                  "embedded default. Raises attn.InputError naming the file and line on a "
+                  "Loads word vectors from a file (any supported format); no path, or "
+                  "\"default\", gives the embedded default. Raises attn.InputError naming the file and line on a "
                   "malformed file; duplicate words keep the first vector, with a UserWarning.")
       .def("__len__", [](const vectors& v) { return v.size(); })
       .def_property_readonly("dim", &vectors::dim)

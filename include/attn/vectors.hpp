@@ -33,7 +33,8 @@ class vectors {
   vectors& operator=(vectors&&) noexcept;
 
   // Loads any supported format. Throws attn::error (input) with the file and line/offset.
-  // Duplicate words keep the first vector; each is reported through warnings().
+  // Duplicate words keep the first vector; each is reported through warnings(). The path
+  // "default" is the embedded default (load_default()); a file named so is "./default".
   static vectors load(const std::string& path);
   // The embedded default: the 50,000 most frequent words of GloVe 6B 100d (float16).
   static vectors load_default();

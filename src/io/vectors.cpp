@@ -235,6 +235,9 @@ vectors::vectors(vectors&&) noexcept = default;
 vectors& vectors::operator=(vectors&&) noexcept = default;
 
 vectors vectors::load(const std::string& path) {
+  // Every command and binding takes a vectors path through here, so "default" means the same
+  // everywhere (as "builtin" does for text_model::load); a file of that name is ./default.
+  if (path == "default") return load_default();
   file_bytes file = read_whole_file(path);
   if (file.bytes.empty()) throw_input(path, "empty file");
   vectors v;

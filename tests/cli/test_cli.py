@@ -199,6 +199,22 @@ def test_vectors_convert_round_trip(attn, seed_vectors, tmp_path):
     assert info.code == 0 and "2 words" in info.out
 
 
+def test_default_is_the_embedded_vectors_wherever_a_vectors_path_goes(attn, tmp_path):
+    out = tmp_path / "default.attnvec"
+    r = attn("vectors", "convert", "default", out)
+    assert r.code == 0, r.err
+    words, table = read_attnvec(out)
+    embedded_words, embedded = read_attnvec(DATA)
+    assert words == embedded_words
+    np.testing.assert_array_equal(table, embedded)  # float16 widened to float32: exact
+    info = attn("vectors", "info", "default")
+    assert info.code == 0 and "<default>" in info.out and "50000 words" in info.out
+    plain = attn("embed", "--format", "json", "river bank")
+    named = attn("embed", "--vectors", "default", "--format", "json", "river bank")
+    assert plain.code == 0 and named.code == 0, named.err
+    assert named.out == plain.out
+
+
 # ---- errors: one line, right exit code, nothing written ----
 
 def test_missing_vectors_file(attn, tmp_path):

@@ -34,6 +34,12 @@ def test_default_vectors():
         v["zzqxv"]
 
 
+def test_default_by_name():
+    v = attn.Vectors.load("default")
+    assert len(v) == 50000 and v.source == "<default>"
+    np.testing.assert_array_equal(v["bank"], attn.Vectors.load()["bank"])
+
+
 def test_embed_matches_numpy():
     v = attn.Vectors.load()
     tokens, c, a = attn.embed("He sat by the river bank.")
