@@ -59,7 +59,7 @@ std::string single_word(const std::string& word) {
 struct followed_word {
   std::string word, before_name, after_name;
   std::span<const float> before, after;
-  int64_t self;  // the word's row in vocab
+  int64_t self;  // the word's row in vocab, or -1 (a number read as the shared number vector)
 };
 
 // The two neighbour lists side by side, then the word's cosine with each other word of the
@@ -123,7 +123,7 @@ void run_vectors(const neighbors_args& args) {
       word, "static", "contextual",
       std::span<const float>(e.static_vectors.data() + row * d, static_cast<size_t>(d)),
       std::span<const float>(e.steps.context.data() + row * d, static_cast<size_t>(d)),
-      *vocab.find(word)};
+      vocab.find(word).value_or(-1)};  // -1: a number read as the shared number vector
 
   std::string out = fmt::format("\"{}\" in: {}\n", word, fmt::join(e.tokens, " "));
   if (!e.unknown.empty()) out += fmt::format("left out (not in the vectors): {}\n", fmt::join(e.unknown, " "));
@@ -186,12 +186,13 @@ void run_context_model(const neighbors_args& args, const text_model& model) {
   const auto model_at = std::find(e.tokens.begin(), e.tokens.end(), word);
   if (free_at == free.tokens.end() || model_at == e.tokens.end())
     throw_usage(fmt::format("'{}' is not a token of the text {}", word,
-                            vocab.find(word) ? "" : "(nor in the default vectors)"));
-  const int64_t d = vocab.dim(), self = *vocab.find(word);
+                            vocab.lookup(word) ? "" : "(nor in the default vectors)"));
+  // A number without a row of its own reads as the shared number vector, and has no self.
+  const int64_t d = vocab.dim(), self = vocab.find(word).value_or(-1);
   const auto row = [d](const auto& values, int64_t r) {
     return std::span<const float>(values.data() + r * d, static_cast<size_t>(d));
   };
-  const std::span<const float> stat = vocab.vector(self);
+  const std::span<const float> stat = *vocab.lookup(word);
   const std::span<const float> context = row(free.steps.context, free_at - free.tokens.begin());
   const std::span<const float> reading = row(readings.values(), model_at - e.tokens.begin());
   const std::string name = args.model_path == "builtin" ? "builtin" : "model";
@@ -221,7 +222,7 @@ void run_context_model(const neighbors_args& args, const text_model& model) {
   std::set<std::string> seen{word};
   for (const std::string& t : free.tokens) {
     if (!seen.insert(t).second) continue;
-    const std::span<const float> other = vocab.vector(*vocab.find(t));
+    const std::span<const float> other = *vocab.lookup(t);
     moves.push_back({t, cosine(stat, other), cosine(context, other), cosine(reading, other)});
   }
   std::sort(moves.begin(), moves.end(), [](const move& a, const move& b) {

@@ -51,7 +51,9 @@ void add_vectors_command(CLI::App& app) {
   auto args = std::make_shared<convert_args>();
   CLI::App* conv = sub->add_subcommand(
       "convert", "Convert GloVe / word2vec / fastText vectors to .attnvec (loads with mmap)");
-  reads(conv->add_option("IN", args->input, "Input vectors (any supported format)"))->required();
+  reads(conv->add_option("IN", args->input,
+                        "Input vectors (any supported format; \"default\" for the embedded one)"))
+      ->required();
   writes(conv->add_option("OUT", args->output, "Output .attnvec"))->required();
   conv->add_option("--top", args->top, "Keep only the first N words (files list them by frequency)")
       ->check(CLI::NonNegativeNumber);
@@ -65,7 +67,7 @@ void add_vectors_command(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   CLI::App* show = sub->add_subcommand("info", "Format, size and first words of a vectors file");
   show->add_option("PATH", *path, "Vectors file (\"default\" for the embedded one)")->required();
-  show->callback([path] { info(*path == "default" ? "" : *path); });
+  show->callback([path] { info(*path); });
 }
 
 }  // namespace attn::cli

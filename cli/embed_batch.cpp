@@ -84,7 +84,7 @@ void run_embed_batch(const std::string& input, const std::string& output, const 
   const unknown_terms terms{fmt::format("not in the vectors of {}", vocab.source()),
                             "left out of attention, not in the vectors",
                             "no token is in the vectors (an empty record)"};
-  const auto known = [&](const std::string& token) { return vocab.find(token).has_value(); };
+  const auto known = [&](const std::string& token) { return vocab.lookup(token).has_value(); };
   run_plan(
       input, output,
       {format == "csv" ? embed_csv_header(vocab.dim(), /*with_line=*/true) : "", terms,

@@ -1,6 +1,6 @@
 // The tokenizer on arbitrary text: no empty tokens, no ASCII whitespace inside a token, never
-// more bytes out than in (lowercasing keeps lengths, quote normalisation shortens them), and
-// valid UTF-8 in gives valid UTF-8 out (no multi-byte character cut in two).
+// more bytes out than in (lowercasing keeps lengths or shortens them, İ → i; quote normalisation
+// shortens them), and valid UTF-8 in gives valid UTF-8 out (no multi-byte character cut in two).
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -25,7 +25,9 @@ constexpr const char* class_doc =
 .attnvec, detected from the content. Vectors.load() with no path gives the embedded default,
 the 50,000 most frequent words of GloVe 6B 100d.
 
-len(v), v.dim, v.source, "word" in v, v["word"] (a float32 copy), v.nearest(vector, k).)doc";
+len(v), v.dim, v.source, "word" in v, v["word"] (a float32 copy), v.nearest(vector, k).
+A number the vectors lack ("1990", "3.5") reads as the mean of their rows for "zero" … "ten",
+in v[...] as in embed (the embedded default has no number rows).)doc";
 
 constexpr const char* embed_doc =
     R"doc(embed(text, vectors=None, scale=None, strict=False, model=None)
@@ -103,19 +105,20 @@ void bind_vectors(py::module_& m) {
   using namespace pybind11::literals;
   py::class_<vectors, std::shared_ptr<vectors>>(m, "Vectors", class_doc)
       .def_static("load", &load, "path"_a = py::none(),
-                  "Loads word vectors from a file (any supported format); no path gives the "
-                  "embedded default. Raises attn.InputError naming the file and line on a "
-                  "malformed file; duplicate words keep the first vector, with a UserWarning.")
+                  "Loads word vectors from a file (any supported format); no path, or "
+                  "\"default\", gives the embedded default. Raises attn.InputError naming the "
+                  "file and line on a malformed file; duplicate words keep the first vector, "
+                  "with a UserWarning.")
       .def("__len__", [](const vectors& v) { return v.size(); })
       .def_property_readonly("dim", &vectors::dim)
       .def_property_readonly("source", &vectors::source, "The path, or '<default>'.")
       .def("__contains__",
-           [](const vectors& v, const std::string& w) { return v.find(w).has_value(); })
+           [](const vectors& v, const std::string& w) { return v.lookup(w).has_value(); })
       .def("__getitem__",
            [](const vectors& v, const std::string& w) {
-             auto i = v.find(w);
-             if (!i) throw py::key_error(w);
-             auto values = v.vector(*i);
+             auto row = v.lookup(w);
+             if (!row) throw py::key_error(w);
+             auto values = *row;
              return to_numpy(tensor({v.dim()}, std::vector<float>(values.begin(), values.end())));
            })
       .def(

@@ -33,7 +33,8 @@ class vectors {
   vectors& operator=(vectors&&) noexcept;
 
   // Loads any supported format. Throws attn::error (input) with the file and line/offset.
-  // Duplicate words keep the first vector; each is reported through warnings().
+  // Duplicate words keep the first vector; each is reported through warnings(). The path
+  // "default" is the embedded default (load_default()); a file named so is "./default".
   static vectors load(const std::string& path);
   // The embedded default: the 50,000 most frequent words of GloVe 6B 100d (float16).
   static vectors load_default();
@@ -48,9 +49,17 @@ class vectors {
   const std::string& source() const;  // path, or "<default>"
   const std::vector<std::string>& warnings() const;
 
+  // The row of a word of the table, exactly as written.
   std::optional<int64_t> find(std::string_view word) const;
   std::string_view word(int64_t index) const;
   std::span<const float> vector(int64_t index) const;
+
+  // The vector a token is read with (embed, neighbors, the Python module's v[token]): its own
+  // row, or for a number the table lacks ("1990", "3.5", "-4", "1,000") the shared number
+  // vector, the mean of the rows of "zero", "one" … "ten" that the table has; when it has none
+  // of them, such a number is unknown too. The embedded GloVe has no number rows at all, so
+  // every number reads as that mean there.
+  std::optional<std::span<const float>> lookup(std::string_view token) const;
 
   // The k vocabulary words with the highest cosine similarity to v (ties by index).
   std::vector<neighbor> nearest(std::span<const float> v, int64_t k) const;

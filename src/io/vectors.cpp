@@ -24,6 +24,7 @@
 #include "io/attnvec_format.hpp"
 #include "io/read_file.hpp"
 #include "io/vectors_readers.hpp"
+#include "text/number_token.hpp"
 
 namespace attn {
 
@@ -135,6 +136,8 @@ struct vectors::impl {
   std::vector<std::string> warnings;
   mutable std::once_flag norms_once;
   mutable std::vector<float> norms;  // L2 norm of each row, computed on the first nearest()
+  mutable std::once_flag number_once;
+  mutable std::vector<float> number;  // what numbers the table lacks read as; empty: none
 
   // Takes words (views that need not outlive the call) and their rows. A repeated word keeps
   // its first row; later rows are dropped and reported as "<label> N".
@@ -220,6 +223,28 @@ struct vectors::impl {
     return norms;
   }
 
+  // The mean of the number words' rows, computed on the first number looked up. A number's
+  // meaning is mostly "a quantity", which the words for the small numbers share.
+  const std::vector<float>& number_vector() const {
+    std::call_once(number_once, [this] {
+      const auto d = static_cast<size_t>(dim);
+      std::vector<double> sum(d, 0.0);
+      int found = 0;
+      for (std::string_view w : {"zero", "one", "two", "three", "four", "five", "six", "seven",
+                                 "eight", "nine", "ten"}) {
+        const auto it = index.find(w);
+        if (it == index.end()) continue;
+        const float* row = values + static_cast<size_t>(it->second) * d;
+        for (size_t j = 0; j < d; ++j) sum[j] += row[j];
+        ++found;
+      }
+      if (found == 0) return;
+      number.resize(d);
+      for (size_t j = 0; j < d; ++j) number[j] = static_cast<float>(sum[j] / found);
+    });
+    return number;
+  }
+
   void check_index(int64_t i) const {
     if (i < 0 || i >= count)
       throw_usage(fmt::format("word index {} is out of range ({} holds {} words)", i, source, count));
@@ -232,6 +257,9 @@ vectors::vectors(vectors&&) noexcept = default;
 vectors& vectors::operator=(vectors&&) noexcept = default;
 
 vectors vectors::load(const std::string& path) {
+  // Every command and binding takes a vectors path through here, so "default" means the same
+  // everywhere (as "builtin" does for text_model::load); a file of that name is ./default.
+  if (path == "default") return load_default();
   file_bytes file = read_whole_file(path);
   if (file.bytes.empty()) throw_input(path, "empty file");
   vectors v;
@@ -291,6 +319,13 @@ std::optional<int64_t> vectors::find(std::string_view word) const {
   auto it = m.index.find(word);
   if (it == m.index.end()) return std::nullopt;
   return it->second;
+}
+
+std::optional<std::span<const float>> vectors::lookup(std::string_view token) const {
+  if (auto i = find(token)) return vector(*i);
+  const impl& m = or_empty(impl_);
+  if (!text::is_number(token) || m.number_vector().empty()) return std::nullopt;
+  return std::span<const float>(m.number_vector());
 }
 
 std::string_view vectors::word(int64_t index) const {

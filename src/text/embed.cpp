@@ -13,10 +13,10 @@ namespace attn {
 
 embedding embed(std::string_view text, const vectors& vocab, const embed_options& options) {
   embedding out;
-  std::vector<int64_t> rows;
+  std::vector<std::span<const float>> rows;
   for (std::string& token : tokenize(text)) {
-    if (auto index = vocab.find(token)) {
-      rows.push_back(*index);
+    if (auto row = vocab.lookup(token)) {
+      rows.push_back(*row);
       out.tokens.push_back(std::move(token));
     } else {
       out.unknown.push_back(std::move(token));
@@ -36,7 +36,7 @@ embedding embed(std::string_view text, const vectors& vocab, const embed_options
   out.static_vectors = tensor({n, d});
   float* e = out.static_vectors.data();
   for (int64_t i = 0; i < n; ++i) {
-    auto v = vocab.vector(rows[static_cast<size_t>(i)]);
+    const std::span<const float> v = rows[static_cast<size_t>(i)];
     std::copy(v.begin(), v.end(), e + i * d);
   }
   // C = softmax(E·Eᵀ·scale)·E through sdpa's fused kernel, as one head of one batch: memory

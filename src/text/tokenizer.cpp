@@ -1,6 +1,7 @@
 // A small tokenizer that approximates what GloVe 6B was trained on (Stanford CoreNLP's Penn
 // Treebank tokenizer, lowercased), so that most tokens find a vector. The rules:
-//  - ASCII letters are lowercased; other UTF-8 bytes are kept as they are.
+//  - Letters are lowercased by Unicode's simple mapping for Latin, Greek and Cyrillic ("CAFÉ" →
+//    "café", "МОСКВА" → "москва"; text/lowercase.hpp); other UTF-8 bytes are kept as they are.
 //  - Whitespace (ASCII, and U+00A0) separates tokens; control characters count as whitespace.
 //  - Curly quotes are normalised first: ’ ‘ → ' (so "it’s" splits like "it's") and “ ” → ".
 //  - Punctuation and symbols are tokens of their own: . , ; : ! ? ( ) [ ] { } " ` ' / \ * & % $
@@ -17,6 +18,8 @@
 #include "attn/tokenizer.hpp"
 
 #include <cstring>
+
+#include "text/lowercase.hpp"
 
 namespace attn {
 
@@ -48,7 +51,7 @@ bool is_word_at(std::string_view s, size_t i) {
   return static_cast<unsigned char>(c) >= 0x80 && symbol_length(s, i) == 0;
 }
 
-// Lowercases ASCII, turns curly quotes into ASCII ones and odd spaces into ' '.
+// Turns curly quotes into ASCII ones and odd spaces into ' ' (after lowercasing).
 std::string normalise(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -66,13 +69,7 @@ std::string normalise(std::string_view text) {
     } else {
       const char c = text[i];
       const auto u = static_cast<unsigned char>(c);
-      if (u < 0x20 || u == 0x7F) {
-        out.push_back(' ');
-      } else if (c >= 'A' && c <= 'Z') {
-        out.push_back(static_cast<char>(c - 'A' + 'a'));
-      } else {
-        out.push_back(c);
-      }
+      out.push_back(u < 0x20 || u == 0x7F ? ' ' : c);
     }
   }
   return out;
@@ -201,6 +198,8 @@ class scanner {
 
 }  // namespace
 
-std::vector<std::string> tokenize(std::string_view text) { return scanner(normalise(text)).run(); }
+std::vector<std::string> tokenize(std::string_view text) {
+  return scanner(normalise(text::lowercase(text))).run();
+}
 
 }  // namespace attn

@@ -46,6 +46,27 @@ def test_embed_json_matches_numpy_on_default_vectors(attn):
     assert out["unknown"] == []
 
 
+NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+
+
+def test_numbers_read_as_the_mean_of_the_number_words(attn):
+    # The embedded vectors have no number rows; a number takes the mean of "zero" … "ten" and
+    # shows as itself. A word that is not a number is still unknown.
+    r = attn("embed", "--format", "json", "in 1990 he paid 3.5 dollars zzqxv 1990s")
+    assert r.code == 0, r.err
+    out = json.loads(r.out)
+    assert out["tokens"] == ["in", "1990", "he", "paid", "3.5", "dollars"]
+    assert out["unknown"] == ["zzqxv", "1990s"]
+    words, table = read_attnvec(DATA)
+    index = {w: i for i, w in enumerate(words)}
+    assert "1990" not in index and "3.5" not in index
+    number = table[[index[w] for w in NUMBER_WORDS]].mean(axis=0)
+    e = np.array([number if t in ("1990", "3.5") else table[index[t]] for t in out["tokens"]])
+    a = softmax_rows(e @ e.T / np.sqrt(100))
+    np.testing.assert_allclose(np.array(out["attention"]), a, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(np.array(out["embeddings"]), a @ e, rtol=1e-5, atol=1e-6)
+
+
 def test_embed_text_is_glove_format(attn):
     r = attn("embed", "money bank grows")
     assert r.code == 0, r.err
@@ -180,6 +201,23 @@ def test_neighbors_top(attn):
     assert ranks[:3] == ["1", "2", "3"] and "4" not in ranks
 
 
+def test_neighbors_of_a_number_and_numbers_in_a_batch(attn):
+    # A number has no row of its own in the default vectors: nothing to leave out of its list,
+    # and its nearest words are the number words it is the mean of.
+    r = attn("neighbors", "--top", "3", "--word", "1990", "in 1990 he paid 3.5 dollars")
+    assert r.code == 0, r.err
+    first = [l.split() for l in r.out.splitlines() if l.strip().startswith("1 ")][0]
+    assert first[1] in NUMBER_WORDS and first[4] in NUMBER_WORDS
+    assert "3.5" in r.out  # listed among the text's words it moved toward
+    both = attn("neighbors", "--model", "builtin", "--top", "3", "--word", "1990",
+                "in 1990 he paid 3.5 dollars")
+    assert both.code == 0, both.err
+    # --batch: a line of numbers alone is a record, not an empty one.
+    b = attn("embed", "--batch", "-", "--format", "json", stdin="1990 2\n")
+    assert b.code == 0, b.err
+    assert json.loads(b.out)["tokens"] == ["1990", "2"]
+
+
 # ---- vectors ----
 
 def test_vectors_convert_round_trip(attn, seed_vectors, tmp_path):
@@ -197,6 +235,22 @@ def test_vectors_convert_round_trip(attn, seed_vectors, tmp_path):
     assert read_attnvec(top)[0] == ["money", "bank"]
     info = attn("vectors", "info", top)
     assert info.code == 0 and "2 words" in info.out
+
+
+def test_default_is_the_embedded_vectors_wherever_a_vectors_path_goes(attn, tmp_path):
+    out = tmp_path / "default.attnvec"
+    r = attn("vectors", "convert", "default", out)
+    assert r.code == 0, r.err
+    words, table = read_attnvec(out)
+    embedded_words, embedded = read_attnvec(DATA)
+    assert words == embedded_words
+    np.testing.assert_array_equal(table, embedded)  # float16 widened to float32: exact
+    info = attn("vectors", "info", "default")
+    assert info.code == 0 and "<default>" in info.out and "50000 words" in info.out
+    plain = attn("embed", "--format", "json", "river bank")
+    named = attn("embed", "--vectors", "default", "--format", "json", "river bank")
+    assert plain.code == 0 and named.code == 0, named.err
+    assert named.out == plain.out
 
 
 # ---- errors: one line, right exit code, nothing written ----

@@ -34,6 +34,24 @@ def test_default_vectors():
         v["zzqxv"]
 
 
+def test_default_by_name():
+    v = attn.Vectors.load("default")
+    assert len(v) == 50000 and v.source == "<default>"
+    np.testing.assert_array_equal(v["bank"], attn.Vectors.load()["bank"])
+
+
+def test_numbers_read_as_the_mean_of_the_number_words():
+    v = attn.Vectors.load()
+    words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+    mean = np.mean([v[w].astype(np.float64) for w in words], axis=0)
+    for n in ["1990", "2", "3.5", "1,000"]:
+        assert n in v
+        np.testing.assert_allclose(v[n], mean, rtol=1e-6, atol=1e-7)
+    assert "1990s" not in v and "zzqxv" not in v
+    tokens, _, _ = attn.embed("in 1990 he paid 3.5 dollars", vectors=v)
+    assert tokens == ["in", "1990", "he", "paid", "3.5", "dollars"]
+
+
 def test_embed_matches_numpy():
     v = attn.Vectors.load()
     tokens, c, a = attn.embed("He sat by the river bank.")

@@ -33,6 +33,19 @@ TEST(embed, looks_up_tokens_and_runs_self_attention) {
   }
 }
 
+TEST(embed, numbers_take_part_through_the_shared_number_vector) {
+  const auto v = attn::vectors::from_values({"in", "paid", "one", "three"}, 2,
+                                            {1, 0, 0, 1, 2, 2, 4, 0});
+  attn::embedding e = attn::embed("In 1990 he paid 3.5 zzqxv", v);
+  EXPECT_EQ(e.tokens, (std::vector<std::string>{"in", "1990", "paid", "3.5"}));
+  EXPECT_EQ(e.unknown, (std::vector<std::string>{"he", "zzqxv"}));
+  ASSERT_EQ(e.static_vectors.shape(), (attn::shape_t{4, 2}));
+  for (int64_t row : {1, 3}) {  // the mean of "one" and "three"
+    EXPECT_EQ(e.static_vectors.at({row, 0}), 3.0f);
+    EXPECT_EQ(e.static_vectors.at({row, 1}), 1.0f);
+  }
+}
+
 TEST(embed, default_scale_is_one_over_sqrt_d) {
   auto v = seed_vectors();
   attn::embedding e = attn::embed("money bank", v);

@@ -315,6 +315,35 @@ TEST(SafetensorsMalformed, DuplicateTensorNames) {
                     f32_bytes({1}), {"duplicate key 'dtype'"}, "tensor 'w'");
 }
 
+TEST(SafetensorsMalformed, RepeatedKeysAnywhereAreFound) {
+  const std::string entry = R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
+  // An empty name is a name like any other.
+  expect_bad_header(R"({"":)" + entry + R"(,"":)" + entry + "}", f32_bytes({1}),
+                    {"duplicate tensor name ''"}, "tensor ''");
+  expect_bad_header(R"({"__metadata__":{"k":"a","k":"b"},"w":)" + entry + "}", f32_bytes({1}),
+                    {"duplicate key 'k'"}, "__metadata__");
+  expect_bad_header(R"({"__metadata__":{},"__metadata__":{},"w":)" + entry + "}", f32_bytes({1}),
+                    {"duplicate tensor name '__metadata__'"}, "tensor '__metadata__'");
+  // Deep inside an entry (which is bad anyway): still the repeated key first.
+  expect_bad_header(R"({"w":{"x":[{"y":1,"y":2}]}})", "", {"duplicate key 'y'"}, "tensor 'w'");
+}
+
+// The header is checked one entry at a time as it is read, yet reports what checking it whole
+// would: invalid JSON first, then a repeated key, then the first bad entry by name.
+TEST(SafetensorsMalformed, ProblemsAreReportedInTheDocumentedOrder) {
+  const std::string good = R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
+  const std::string bad_dtype = R"({"dtype":"F64","shape":[1],"data_offsets":[4,8]})";
+  const std::string bad_shape = R"({"dtype":"F32","shape":[-1],"data_offsets":[4,8]})";
+  expect_bad_header(R"({"b":)" + bad_dtype + R"(,"a":)" + good + ",}", f32_bytes({1, 2}),
+                    {"not valid JSON"});
+  expect_bad_header(R"({"b":)" + bad_dtype + R"(,"a":)" + good + R"(,"a":)" + good + "}",
+                    f32_bytes({1, 2}), {"duplicate tensor name 'a'"}, "tensor 'a'");
+  expect_bad_header(R"({"c":)" + good + R"(,"b":)" + bad_dtype + R"(,"a":)" + bad_shape + "}",
+                    f32_bytes({1, 2}), {"'shape' must be"}, "tensor 'a'");
+  expect_bad_header(R"({"b":)" + bad_shape + R"(,"__metadata__":{"k":1},"x":)" + good + "}",
+                    f32_bytes({1, 2}), {"'__metadata__' values must be strings"}, "__metadata__");
+}
+
 TEST(SafetensorsMalformed, EntryNotAnObject) {
   expect_bad_header(R"({"a":[1,2]})", "", {"object"}, "tensor 'a'");
 }

@@ -59,8 +59,16 @@ TEST(tokenizer, symbols_are_separate_tokens) {
 
 TEST(tokenizer, non_ascii_kept_and_its_punctuation_split) {
   EXPECT_EQ(attn::tokenize("Caf\u00E9 \u00C9COLE wait\u2026what \u00A310 \u00ABoui\u00BB a\u2014b"),
-            (tokens{"caf\u00E9", "\u00C9cole", "wait", "\u2026", "what", "\u00A3", "10",
-                    "\u00AB", "oui", "\u00BB", "a", "\u2014", "b"}));
+            (tokens{"caf\u00E9", "\u00E9cole", "wait", "\u2026", "what", "\u00A3", "10", "\u00AB",
+                    "oui", "\u00BB", "a", "\u2014", "b"}));
+}
+
+TEST(tokenizer, lowercases_latin_greek_and_cyrillic) {
+  EXPECT_EQ(
+      attn::tokenize("CAF\u00C9 Caf\u00E9 \u0391\u0398\u0397\u039D\u0391 "
+                     "\u041C\u041E\u0421\u041A\u0412\u0410 \u0130STANBUL \u0401\u041B\u041A\u0410"),
+      (tokens{"caf\u00E9", "caf\u00E9", "\u03B1\u03B8\u03B7\u03BD\u03B1",
+              "\u043C\u043E\u0441\u043A\u0432\u0430", "istanbul", "\u0451\u043B\u043A\u0430"}));
 }
 
 TEST(tokenizer, whitespace_of_every_kind_separates) {

@@ -325,6 +325,28 @@ TEST(vectors, find_word_and_vector) {
   expect_error(attn::error_kind::usage, [&] { (void)v.vector(-1); }, {"out of range"});
 }
 
+// Numbers the table lacks read as the mean of its "zero" … "ten" rows; its own rows come first.
+TEST(vectors, lookup_reads_numbers_without_a_row_as_the_number_words_mean) {
+  const auto v = attn::vectors::from_values({"bank", "two", "zero", "seven", "1990"}, 2,
+                                            {9, 9, 2, 4, 0, 8, 7, -3, 5, 5});
+  ASSERT_TRUE(v.lookup("bank").has_value());
+  EXPECT_EQ(v.lookup("bank")->data(), v.vector(0).data());
+  EXPECT_EQ(v.lookup("1990")->data(), v.vector(4).data());  // a row of its own wins
+  for (const char* n : {"2", "3.5", "-4", "1,000", ".5", "1991"}) {
+    const auto row = v.lookup(n);
+    ASSERT_TRUE(row.has_value()) << n;
+    EXPECT_EQ(std::vector<float>(row->begin(), row->end()), (std::vector<float>{3, 3})) << n;
+    EXPECT_FALSE(v.find(n).has_value()) << n;  // find stays the table's own words
+  }
+  for (const char* other : {"1990s", "3,4", "zzqxv", "Two", ""})
+    EXPECT_FALSE(v.lookup(other).has_value()) << other;
+  // Without any number word there is no number vector: numbers stay unknown.
+  auto no_numbers = attn::vectors::from_values({"bank", "river"}, 2, {1, 2, 3, 4});
+  EXPECT_FALSE(no_numbers.lookup("1990").has_value());
+  attn::vectors moved = std::move(no_numbers);
+  EXPECT_FALSE(no_numbers.lookup("2").has_value());  // NOLINT(bugprone-use-after-move)
+}
+
 TEST(vectors, from_values_checks_its_arguments_and_drops_duplicates) {
   expect_error(attn::error_kind::usage, [] { attn::vectors::from_values({"a", "b"}, 2, {1, 2, 3}); },
                {"do not match 3 values"});
@@ -385,6 +407,11 @@ TEST(vectors, default_is_glove_6b_100d_50k) {
   EXPECT_EQ(v.word(0), "the");
   EXPECT_TRUE(v.find("bank").has_value());
   EXPECT_FALSE(v.find("a").has_value());  // the wink-embeddings set leaves it out
+  // No number has a row (the wink set dropped them); each reads as the number words' mean.
+  EXPECT_FALSE(v.find("1990").has_value());
+  EXPECT_FALSE(v.find("2").has_value());
+  ASSERT_TRUE(v.lookup("1990").has_value());
+  EXPECT_EQ(v.lookup("1990")->data(), v.lookup("3.5")->data());
   EXPECT_TRUE(v.warnings().empty());
   auto king = v.find("king");
   ASSERT_TRUE(king.has_value());
