@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attn/error.hpp"
+#include "core/utf8.hpp"
 #include "core/half.hpp"
 #include "io/read_file.hpp"
 #include "io/safetensors_header.hpp"
@@ -27,41 +28,6 @@ using json = nlohmann::json;
 
 // The reference implementation's limit; a larger header is a corrupt length, not a real model.
 constexpr uint64_t max_header_bytes = 100'000'000;
-
-// Offset of the first byte that is not part of well-formed UTF-8 (no overlongs, no surrogates,
-// nothing above U+10FFFF), or npos.
-size_t first_invalid_utf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  size_t i = 0;
-  while (i < n) {
-    const unsigned char c = p[i];
-    size_t len = 0;
-    uint32_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;  // overlong
-      if (c == 0xED) hi = 0x9F;  // surrogates
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;  // overlong
-      if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
-    } else {
-      return i;
-    }
-    if (n - i < len) return i;
-    if (p[i + 1] < lo || p[i + 1] > hi) return i;
-    for (size_t k = 2; k < len; ++k)
-      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return i;
-    i += len;
-  }
-  return std::string_view::npos;
-}
 
 uint64_t load_u64_le(const unsigned char* p) {
   uint64_t v = 0;

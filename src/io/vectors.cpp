@@ -21,6 +21,7 @@
 
 #include "attn/error.hpp"
 #include "core/half.hpp"
+#include "core/utf8.hpp"
 #include "io/attnvec_format.hpp"
 #include "io/read_file.hpp"
 #include "io/vectors_readers.hpp"
@@ -30,39 +31,7 @@ namespace attn {
 
 namespace io {
 
-bool is_valid_utf8(std::string_view text) {
-  size_t i = 0;
-  const size_t n = text.size();
-  while (i < n) {
-    const auto lead = static_cast<unsigned char>(text[i]);
-    if (lead < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t length = 0;
-    uint32_t code = 0;
-    if (lead >= 0xC2 && lead <= 0xDF) {
-      length = 2, code = lead & 0x1Fu;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-      length = 3, code = lead & 0x0Fu;
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      length = 4, code = lead & 0x07u;
-    } else {
-      return false;  // a continuation byte, C0/C1 (always overlong) or F5…FF
-    }
-    if (n - i < length) return false;
-    for (size_t k = 1; k < length; ++k) {
-      const auto next = static_cast<unsigned char>(text[i + k]);
-      if ((next & 0xC0) != 0x80) return false;
-      code = code << 6 | (next & 0x3Fu);
-    }
-    if ((length == 3 && (code < 0x800 || (code >= 0xD800 && code <= 0xDFFF))) ||
-        (length == 4 && (code < 0x10000 || code > 0x10FFFF)))
-      return false;
-    i += length;
-  }
-  return true;
-}
+bool is_valid_utf8(std::string_view text) { return first_invalid_utf8(text) == std::string_view::npos; }
 
 }  // namespace io
 
