@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "attn/error.hpp"
@@ -21,9 +22,17 @@ void json_fields::fail(const std::string& name, const std::string& problem) cons
 }
 
 nlohmann::json json_fields::parse(const std::string& text, const std::string& name) const {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) fail(name, "is not valid JSON");
-  return j;
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // Where it broke, with the text around it: a NaN written by a JSON library that allows it
+    // shows next to its key.
+    const size_t at = std::min(text.size(), e.byte > 0 ? static_cast<size_t>(e.byte - 1) : size_t{0});
+    const size_t from = at > 24 ? at - 24 : 0;
+    fail(name, fmt::format("is not valid JSON (at byte {}, near '{}')", at, text.substr(from, at - from + 8)));
+  } catch (const nlohmann::json::exception&) {
+    fail(name, "is not valid JSON");
+  }
 }
 
 bool json_fields::has(const nlohmann::json& j, const std::string& name) const {

@@ -10,6 +10,7 @@
 #include "attn/error.hpp"
 #include "attn/train.hpp"
 #include "attn/temporary_files.hpp"
+#include "io/json_fields.hpp"
 #include "io/read_file.hpp"
 
 namespace attn::train {
@@ -129,9 +130,9 @@ checkpoint checkpoint::load(const std::string& path) {
   if (length > bytes.size() - start) throw_input(path, "truncated checkpoint header");
   // The header is read as untrusted: parsed without exceptions, every entry checked by name.
   const std::string where_header = fmt::format("byte {}", start);
-  const nlohmann::json head = nlohmann::json::parse(bytes.substr(start, length), nullptr, false);
-  if (head.is_discarded() || !head.is_object())
-    throw_input(path, "bad checkpoint header: not a JSON object (or not valid JSON)", where_header);
+  const nlohmann::json head =
+      io::json_fields(path, "checkpoint").parse(bytes.substr(start, length), "header");
+  if (!head.is_object()) throw_input(path, "bad checkpoint header: not a JSON object", where_header);
   if (!head.contains("header") || !head["header"].is_object())
     throw_input(path, "bad checkpoint header: no 'header' object", where_header);
   if (!head.contains("arrays") || !head["arrays"].is_object())

@@ -470,3 +470,27 @@ def test_pictures_refuse_texts_past_the_limit(tmp_path, attn, command):
     r = attn(*[tmp_path / c if c.endswith(".svg") else c for c in command], "-", stdin=text)
     assert r.code == 1 and "the limit is 1000" in one_error_line(r)
     assert not (tmp_path / "h.svg").exists()
+
+
+def test_a_nan_written_into_a_checkpoint_is_named(stopped_run, attn):
+    args, checkpoint = stopped_run
+    b = checkpoint.read_bytes()
+    n = struct.unpack("<Q", b[MAGIC:MAGIC + 8])[0]
+    head = json.loads(b[MAGIC + 8:MAGIC + 8 + n])
+    head["header"]["progress"]["loss_sum"] = float("nan")  # Python writes the literal NaN
+    text = json.dumps(head).encode()
+    checkpoint.write_bytes(b[:MAGIC] + struct.pack("<Q", len(text)) + text + b[MAGIC + 8 + n:])
+    r = attn(*args, "--resume")
+    assert r.code == 2
+    line = one_error_line(r)
+    assert "is not valid JSON" in line and '"loss_sum": NaN' in line
+
+
+def test_output_to_dev_stdout_writes_through(tmp_path, qkv):
+    out = tmp_path / "out.npy"
+    with open(out, "wb") as f:
+        r = subprocess.run([ATTN, "sdpa", "--query", qkv, "--key", qkv, "--value", qkv,
+                            "-o", "/dev/stdout"], stdout=f, stderr=subprocess.PIPE, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert np.load(out).shape == (1, 2, 5, 4)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npy", "q.npy"]
