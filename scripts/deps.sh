@@ -9,6 +9,7 @@ packages=(
   libcli11-dev                       # command-line parsing
   nlohmann-json3-dev                 # JSON output and safetensors headers
   libfmt-dev                         # formatting (g++ 12 has no <format>)
+  liblzma-dev zlib1g-dev             # corpora read compressed (.xz, .gz)
   libgtest-dev libgmock-dev          # unit tests
   python3 python3-numpy python3-torch python3-pytest   # oracle tests against PyTorch
   pybind11-dev python3-dev           # the Python module

@@ -32,21 +32,14 @@ std::vector<std::vector<std::string>> split_sequences(const std::string& line, i
 }
 
 corpus_reader::corpus_reader(std::string path, int64_t max_length)
-    : path_(std::move(path)), max_length_(max_length) {
-  check_input_path(path_);  // a directory or a device (/dev/zero) is refused, not read forever
-  in_.open(path_, std::ios::binary);
-  if (!in_) throw_input(path_, "cannot open the file");
-}
+    : path_(std::move(path)), max_length_(max_length), lines_(path_) {}
 
 bool corpus_reader::read_line() {
   std::string line;
   while (true) {
-    line_offset_ = next_offset_;
-    if (!std::getline(in_, line)) {
-      if (in_.bad()) throw_input(path_, "read error");
-      return false;
-    }
-    next_offset_ = line_offset_ + static_cast<int64_t>(line.size()) + (in_.eof() ? 0 : 1);
+    line_offset_ = lines_.offset();
+    if (!lines_.next(line)) return false;
+    next_offset_ = lines_.offset();
     ++line_;
     // Found while reading (the survey reads the whole file before training starts), so a run
     // never trains for an hour and then fails to save words that are not UTF-8.
@@ -77,9 +70,7 @@ corpus_position corpus_reader::position() const {
 }
 
 void corpus_reader::seek(const corpus_position& p) {
-  in_.clear();
-  in_.seekg(p.offset);
-  if (!in_) throw_input(path_, "cannot seek to a saved position (has the file changed?)");
+  lines_.seek(p.offset);
   next_offset_ = p.offset;
   line_ = 0;
   line_known_ = p.offset == 0;

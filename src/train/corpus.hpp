@@ -1,13 +1,14 @@
-// A plain-text corpus read as a stream of sequences, so a file larger than memory trains with
-// flat memory: each line is tokenised (attn::tokenize), split after its sentence ends (". ! ?")
+// A plain-text corpus (or .xz / .gz: io/text_lines.hpp) read as a stream of sequences, so a file
+// larger than memory trains with flat memory: each line is tokenised (attn::tokenize), split after its sentence ends (". ! ?")
 // and sentences longer than max_length are cut into pieces of at most that many tokens. A
 // position can be saved and sought back to, for resuming a run where it stopped.
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <string>
 #include <vector>
+
+#include "io/text_lines.hpp"
 
 namespace attn::train {
 
@@ -35,7 +36,7 @@ class corpus_reader {
 
   std::string path_;
   int64_t max_length_;
-  std::ifstream in_;
+  io::text_lines lines_;  // plain, .xz or .gz
   std::vector<std::vector<std::string>> pending_;  // the current line's sequences
   size_t taken_ = 0;                               // of pending_, already returned
   int64_t line_offset_ = 0, next_offset_ = 0, sequence_ = 0;

@@ -3,22 +3,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 
 #include "attn/error.hpp"
 #include "attn/tokenizer.hpp"
 #include "core/utf8.hpp"
-#include "io/read_file.hpp"
+#include "io/text_lines.hpp"
 
 namespace attn::train {
 
 std::vector<text_example> read_examples(const std::string& path, text_task task) {
-  check_input_path(path);  // a directory or a device (/dev/zero) is refused, not read forever
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_input(path, "cannot open the file");
+  io::text_lines in(path);  // plain, .xz or .gz; a directory or a device is refused
   std::vector<text_example> examples;
   std::string line;
-  for (int64_t number = 1; std::getline(in, line); ++number) {
+  for (int64_t number = 1; in.next(line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     // Refused while reading, before any training: words that are not UTF-8 could not be saved.
     if (const size_t bad = first_invalid_utf8(line); bad != std::string::npos)
@@ -44,7 +41,6 @@ std::vector<text_example> read_examples(const std::string& path, text_task task)
     ex.tokens = tokenize(text);
     examples.push_back(std::move(ex));
   }
-  if (in.bad()) throw_input(path, "read error");
   return examples;
 }
 

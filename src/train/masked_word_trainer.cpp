@@ -55,6 +55,7 @@ struct survey {
   std::unordered_map<std::string, int64_t> counts;  // training sequences' words
   std::vector<std::vector<std::string>> valid;      // the held-out sequences
   int64_t sequences = 0, train_sequences = 0;
+  int64_t bytes = 0;  // of text (decompressed, for .xz and .gz)
 };
 
 survey survey_corpus(const train_options& o) {
@@ -78,6 +79,7 @@ survey survey_corpus(const train_options& o) {
     s.valid.clear();
   }
   s.train_sequences = s.sequences - static_cast<int64_t>(s.valid.size());
+  s.bytes = reader.position().offset;
   return s;
 }
 
@@ -423,11 +425,8 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
       {"inputs", model->inputs.size()}, {"outputs", model->outputs.size()}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   progress p;
   if (o.resume) {
-    std::error_code size_error;
-    const auto bytes = std::filesystem::file_size(o.data, size_error);
     const run_shape run{.epochs = epochs, .steps = steps, .batch = o.batch, .sequences = s.sequences,
-                        .train_sequences = s.train_sequences,
-                        .corpus_bytes = size_error ? 0 : static_cast<int64_t>(bytes)};
+                        .train_sequences = s.train_sequences, .corpus_bytes = s.bytes};
     p = load_checkpoint(o.checkpoint, fingerprint, result.epochs, run, validating, params,
                         optimiser, best_weights);
     result.resumed_at = p.done;

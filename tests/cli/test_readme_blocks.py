@@ -318,8 +318,9 @@ def compile_and_run(readme, name, prelude, block, epilogue):
         compiler = re.search(r"^CMAKE_CXX_COMPILER:\w+=(.*)$", cache, re.M).group(1)
     source = readme["folder"] / f"{name}.cpp"
     source.write_text("\n".join([textwrap.dedent(prelude), *block.lines, textwrap.dedent(epilogue)]))
-    # A static libattn leaves fmt and OpenMP to the program (README, "Installing").
-    link = ["-lfmt", "-fopenmp"] if library.suffix == ".a" else [f"-Wl,-rpath,{library.parent}"]
+    # A static libattn leaves fmt, OpenMP, liblzma and zlib to the program (README, "Installing").
+    link = (["-lfmt", "-fopenmp", "-llzma", "-lz"] if library.suffix == ".a"
+            else [f"-Wl,-rpath,{library.parent}"])
     build = subprocess.run([compiler, "-std=c++20", "-O1", *os.environ.get("ATTN_CXX_FLAGS", "").split(),
                             f"-I{ROOT / 'include'}", str(source), str(library), *link,
                             "-o", str(readme["folder"] / name)],
