@@ -12,6 +12,7 @@
 
 #include "arrays.hpp"
 #include "attn/embed.hpp"
+#include "attn/tokenizer.hpp"
 #include "attn/error.hpp"
 #include "attn/vectors.hpp"
 #include "bindings.hpp"
@@ -142,6 +143,12 @@ void bind_vectors(py::module_& m) {
 
   m.def("embed", &embed_py, embed_doc, "text"_a, "vectors"_a = py::none(), "scale"_a = py::none(),
         "strict"_a = false, "model"_a = py::none());
+  m.def("tokenize", [](std::string_view text) { return tokenize(text); }, "text"_a,
+        R"doc(tokenize(text) -> list of str
+
+attn's word tokens, as every command reads text: lowercased (Unicode's simple mapping for
+Latin, Greek and Cyrillic), punctuation split off, English clitics split as the Penn Treebank
+does ("didn't" -> "did", "n't"); numbers and hyphenated words stay whole.)doc");
 }
 
 }  // namespace attn::python
