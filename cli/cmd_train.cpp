@@ -36,7 +36,7 @@ struct train_args {
   int64_t window = train_options{}.window;
   double lr = train_options{}.lr, weight_decay = 0.01, clip = 1.0, warmup = 0.05;
   uint64_t seed = 0;
-  bool positions = false;
+  bool positions = false, norm_first = false;
   // masked-word
   double mask = train_options{}.mask_share;
   int64_t max_length = train_options{}.max_length, outputs = train_options{}.max_outputs;
@@ -118,6 +118,7 @@ void run(const train_args& args, const train_hooks& hooks) {
   o.min_count = args.min_count;
   o.layers = masked && !args.layers_given ? masked_word_layers : args.layers;
   o.feedforward = args.feedforward;
+  o.norm_first = args.norm_first;
   o.pool = parse_pooling(args.pool);
   o.dropout = masked && !args.dropout_given ? masked_word_dropout : args.dropout;
   o.window = args.window;
@@ -217,8 +218,9 @@ void run(const train_args& args, const train_hooks& hooks) {
              result.model.input_vocabulary(), c.embed_dim, rows,
              c.window > 0 ? fmt::format("a word window of {}, ", c.window) : std::string(),
              c.layers == 0 ? std::string("the seeds' attention layer")
-                           : fmt::format("{} encoder layer{} (feed-forward {})", c.layers,
-                                         c.layers == 1 ? "" : "s", c.feedforward),
+                           : fmt::format("{} encoder layer{} ({}feed-forward {})", c.layers,
+                                         c.layers == 1 ? "" : "s", c.norm_first ? "pre-norm, " : "",
+                                         c.feedforward),
              c.heads, c.dim, head,
              c.max_positions > 0 ? fmt::format(", {} positions", c.max_positions) : "");
 }
@@ -272,6 +274,9 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                   "0: the seeds' attention layer; N: N Transformer encoder layers (residuals, "
                   "layer norm, feed-forward)")
       ->check(CLI::NonNegativeNumber);
+  sub->add_flag("--norm-first", args->norm_first,
+                "Encoder layers pre-norm (PyTorch's norm_first=True, GPT-2's blocks), with a final "
+                "layer norm after them; default: post-norm, PyTorch's default");
   sub->add_option("--feedforward", args->feedforward,
                   "Encoder layers' feed-forward width (default: twice --dim)")
       ->check(CLI::PositiveNumber);

@@ -58,6 +58,7 @@ struct text_model_config {
   int64_t heads = 1;
   int64_t layers = 0;               // 0: the seeds' attention layer; N: N encoder layers
   int64_t feedforward = 0;          // the encoder layers' feed-forward width
+  bool norm_first = false;          // pre-norm encoder layers and a final layer norm
   pooling pool = pooling::mean;
   int64_t hidden = 0;               // the MLP's hidden width
   int64_t max_positions = 0;        // learned positional embeddings (0: none)

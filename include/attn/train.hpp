@@ -36,6 +36,7 @@ struct train_options {
   int64_t dim = 0;     // attention width; 0: the embedding width
   int64_t layers = 0;  // 0: the seeds' attention layer; N: N Transformer encoder layers
   int64_t feedforward = 0;  // encoder layers' feed-forward width; 0: twice the attention width
+  bool norm_first = false;  // pre-norm encoder layers (GPT-2's), with a final layer norm
   pooling pool = pooling::max;
   int64_t hidden = 0;  // MLP hidden width; 0: the attention width
   double dropout = 0.3;  // on the embeddings and the pooled vector

@@ -8,10 +8,80 @@
 
 namespace attn::nn {
 
+namespace {
+
+// Pre-norm: normed = LN₁(x); sum1 = x + attention(normed); h = LN₂(sum1);
+// y = sum1 + W₂·relu(W₁·h + b₁) + b₂
+template <class T>
+void pre_norm_forward(const T* x, const encoder_block_weights<T>& w, T* y, encoder_block_cache<T>& c,
+                      const encoder_block_shape& s, const attention_mask_spec& mask) {
+  const int64_t n = s.attention.batch * s.attention.length, e = s.attention.width;
+  const int64_t f = s.feedforward;
+  const auto size = static_cast<std::size_t>(n * e);
+  c.normed.resize(size);
+  c.mean1.resize(static_cast<std::size_t>(n));
+  c.rstd1.resize(static_cast<std::size_t>(n));
+  layer_norm_forward(x, w.norm1_weight, w.norm1_bias, c.normed.data(), c.mean1.data(),
+                     c.rstd1.data(), n, e);
+  c.sum1.resize(size);
+  self_attention_forward(c.normed.data(), w.attention, c.sum1.data(), c.attention, s.attention, mask);
+  for (std::size_t i = 0; i < size; ++i) c.sum1[i] += x[i];
+  c.h.resize(size);
+  c.mean2.resize(static_cast<std::size_t>(n));
+  c.rstd2.resize(static_cast<std::size_t>(n));
+  layer_norm_forward(c.sum1.data(), w.norm2_weight, w.norm2_bias, c.h.data(), c.mean2.data(),
+                     c.rstd2.data(), n, e);
+  c.pre.resize(static_cast<std::size_t>(n * f));
+  c.act.resize(c.pre.size());
+  linear_forward(c.h.data(), w.linear1_weight, w.linear1_bias, c.pre.data(), n, e, f);
+  relu_forward(c.pre.data(), c.act.data(), n * f);
+  linear_forward(c.act.data(), w.linear2_weight, w.linear2_bias, y, n, f, e);
+  for (std::size_t i = 0; i < size; ++i) y[i] += c.sum1[i];
+}
+
+template <class T>
+void pre_norm_backward(const T* dy, const T* x, const encoder_block_weights<T>& w,
+                       const encoder_block_cache<T>& c, T* dx, const encoder_block_grads<T>& g,
+                       const encoder_block_shape& s, const attention_mask_spec& mask) {
+  const int64_t n = s.attention.batch * s.attention.length, e = s.attention.width;
+  const int64_t f = s.feedforward;
+  const auto size = static_cast<std::size_t>(n * e);
+  // y = sum1 + act·W₂ᵀ + b₂: sum1 gets dy directly and through LN₂ and the feed-forward part
+  std::vector<T> dact(static_cast<std::size_t>(n * f), T(0)), dpre(dact.size(), T(0));
+  linear_backward(dy, c.act.data(), w.linear2_weight, dact.data(), g.dlinear2_weight,
+                  g.dlinear2_bias, n, f, e);
+  relu_backward(dact.data(), c.pre.data(), dpre.data(), n * f);
+  std::vector<T> dh(size, T(0));
+  linear_backward(dpre.data(), c.h.data(), w.linear1_weight, dh.data(), g.dlinear1_weight,
+                  g.dlinear1_bias, n, e, f);
+  std::vector<T> dsum1(dy, dy + size);
+  layer_norm_backward(dh.data(), c.sum1.data(), w.norm2_weight, c.mean2.data(), c.rstd2.data(),
+                      dsum1.data(), g.dnorm2_weight, g.dnorm2_bias, n, e);
+  // sum1 = x + attention(normed): x gets dsum1 directly and through LN₁ and the attention
+  std::vector<T> dnormed(size, T(0));
+  self_attention_backward(dsum1.data(), c.normed.data(), w.attention, c.attention, dnormed.data(),
+                          g.attention, s.attention, mask);
+  if (dx == nullptr) {  // the weights' gradients still need LN₁'s
+    std::vector<T> unused(size, T(0));
+    layer_norm_backward(dnormed.data(), x, w.norm1_weight, c.mean1.data(), c.rstd1.data(),
+                        unused.data(), g.dnorm1_weight, g.dnorm1_bias, n, e);
+    return;
+  }
+  layer_norm_backward(dnormed.data(), x, w.norm1_weight, c.mean1.data(), c.rstd1.data(), dx,
+                      g.dnorm1_weight, g.dnorm1_bias, n, e);
+  for (std::size_t i = 0; i < size; ++i) dx[i] += dsum1[i];
+}
+
+}  // namespace
+
 template <class T>
 void encoder_block_forward(const T* x, const encoder_block_weights<T>& w, T* y,
                            encoder_block_cache<T>& c, const encoder_block_shape& s,
                            const attention_mask_spec& mask) {
+  if (s.norm_first) {
+    pre_norm_forward(x, w, y, c, s, mask);
+    return;
+  }
   const int64_t n = s.attention.batch * s.attention.length, e = s.attention.width;
   const int64_t f = s.feedforward;
   const auto size = static_cast<std::size_t>(n * e);
@@ -43,6 +113,10 @@ void encoder_block_backward(const T* dy, const T* x, const encoder_block_weights
                             const encoder_block_cache<T>& c, T* dx,
                             const encoder_block_grads<T>& g, const encoder_block_shape& s,
                             const attention_mask_spec& mask) {
+  if (s.norm_first) {
+    pre_norm_backward(dy, x, w, c, dx, g, s, mask);
+    return;
+  }
   const int64_t n = s.attention.batch * s.attention.length, e = s.attention.width;
   const int64_t f = s.feedforward;
   const auto size = static_cast<std::size_t>(n * e);

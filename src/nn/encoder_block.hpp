@@ -1,6 +1,8 @@
-// A Transformer encoder layer, as PyTorch's nn.TransformerEncoderLayer with its defaults
-// (norm_first=False, ReLU):
-//   h = LayerNorm₁(x + SelfAttention(x));   y = LayerNorm₂(h + W₂·relu(W₁·h + b₁) + b₂)
+// A Transformer encoder layer, as PyTorch's nn.TransformerEncoderLayer (ReLU), in its two forms:
+//   post-norm (norm_first=False, PyTorch's default and the original Transformer's):
+//     h = LayerNorm₁(x + SelfAttention(x));   y = LayerNorm₂(h + W₂·relu(W₁·h + b₁) + b₂)
+//   pre-norm (norm_first=True, as GPT-2): the residual stream is never normalised in place,
+//     h = x + SelfAttention(LayerNorm₁(x));   y = h + W₂·relu(W₁·LayerNorm₂(h) + b₁) + b₂
 // The residual connections need the input and output widths equal (E).
 #pragma once
 
@@ -14,6 +16,7 @@ namespace attn::nn {
 struct encoder_block_shape {
   self_attention_shape attention;  // input == width (E)
   int64_t feedforward = 0;         // F, the feed-forward part's hidden width
+  bool norm_first = false;         // pre-norm (see above)
 };
 
 template <class T>
@@ -35,9 +38,11 @@ struct encoder_block_grads {
 template <class T>
 struct encoder_block_cache {
   self_attention_cache<T> attention;
-  std::vector<T> sum1, h, mean1, rstd1;  // sum1 = x + attention(x) [N, E]; h = LayerNorm₁(sum1)
-  std::vector<T> pre, act;               // the feed-forward hidden layer before / after ReLU [N, F]
-  std::vector<T> sum2, mean2, rstd2;     // sum2 = h + feed-forward(h) [N, E]
+  // post-norm: sum1 = x + attention(x) [N, E]; h = LayerNorm₁(sum1); sum2 = h + feed-forward(h)
+  // pre-norm: normed = LayerNorm₁(x) [N, E]; sum1 = x + attention(normed); h = LayerNorm₂(sum1)
+  std::vector<T> normed, sum1, h, mean1, rstd1;
+  std::vector<T> pre, act;            // the feed-forward hidden layer before / after ReLU [N, F]
+  std::vector<T> sum2, mean2, rstd2;
 };
 
 // x [B, L, E] → y [B, L, E]

@@ -7,6 +7,7 @@
 #include "nn/cross_entropy.hpp"
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
+#include "nn/layer_norm.hpp"
 #include "nn/linear_layer.hpp"
 #include "nn/max_pool.hpp"
 #include "nn/token_pool.hpp"
@@ -127,6 +128,9 @@ network<T>::network(const network_shape& s, std::vector<int64_t> output_rows)
     l.norm2_bias = make<T>(prefix + "norm2.bias", {e}, false);
     layers.push_back(std::move(l));
   }
+  const int64_t final_norm = s.norm_first && s.layers > 0 ? e : 0;
+  final_norm_weight = make<T>("final_norm.weight", {final_norm}, false);
+  final_norm_bias = make<T>("final_norm.bias", {final_norm}, false);
   pool_query = make<T>("pool.query", {s.pool == pool_kind::attention ? e : 0}, false);
   if (s.tied_output) {  // no output matrix: the embedding rows stand in for it
     w1 = make<T>("output.transform.weight", {s.hidden, s.pooled()}, true);
@@ -162,6 +166,10 @@ std::vector<parameter<T>*> network<T>::parameters() {
     for (parameter<T>* p : {&l.norm1_weight, &l.norm1_bias, &l.linear1_weight, &l.linear1_bias,
                             &l.linear2_weight, &l.linear2_bias, &l.norm2_weight, &l.norm2_bias})
       all.push_back(p);
+  }
+  if (shape_.norm_first && shape_.layers > 0) {
+    all.push_back(&final_norm_weight);
+    all.push_back(&final_norm_bias);
   }
   if (shape_.pool == pool_kind::attention) all.push_back(&pool_query);
   for (parameter<T>* p : {&w1, &b1, &w2, &b2})
@@ -235,17 +243,24 @@ T network<T>::forward(const batch& b, network_cache<T>& c, uint64_t dropout_seed
   } else {
     c.blocks.resize(static_cast<size_t>(s.layers));
     c.between.resize(static_cast<size_t>(s.layers - 1));
-    const encoder_block_shape block{attention_shape(b), s.feedforward};
+    const encoder_block_shape block{attention_shape(b), s.feedforward, s.norm_first};
+    c.stack.resize(s.norm_first ? c.y.size() : 0);
     const T* in = attention_in;
     for (int64_t i = 0; i < s.layers; ++i) {
       const auto k = static_cast<size_t>(i);
-      T* out = c.y.data();
+      T* out = s.norm_first ? c.stack.data() : c.y.data();
       if (i + 1 < s.layers) {
         c.between[k].resize(c.y.size());
         out = c.between[k].data();
       }
       encoder_block_forward(in, layers[k].weights(), out, c.blocks[k], block, m);
       in = out;
+    }
+    if (s.norm_first) {  // y = LayerNorm(the residual stream)
+      c.final_mean.resize(static_cast<size_t>(tokens));
+      c.final_rstd.resize(static_cast<size_t>(tokens));
+      layer_norm_forward(c.stack.data(), final_norm_weight.value.data(), final_norm_bias.value.data(),
+                         c.y.data(), c.final_mean.data(), c.final_rstd.data(), tokens, s.width);
     }
   }
   // y → pooled [R, P]: the mean, the max, both side by side, or attention-weighted
@@ -377,8 +392,15 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
                             need_din ? dx.data() : nullptr, attention.grads(), attention_shape(b),
                             m);
   } else {
-    const encoder_block_shape block{attention_shape(b), s.feedforward};
+    const encoder_block_shape block{attention_shape(b), s.feedforward, s.norm_first};
     std::vector<T> dout = std::move(dy), din;
+    if (s.norm_first) {  // y = LayerNorm(stack)
+      std::vector<T> dstack(dout.size(), T(0));
+      layer_norm_backward(dout.data(), c.stack.data(), final_norm_weight.value.data(),
+                          c.final_mean.data(), c.final_rstd.data(), dstack.data(),
+                          final_norm_weight.grad.data(), final_norm_bias.grad.data(), tokens, s.width);
+      dout = std::move(dstack);
+    }
     for (int64_t i = s.layers - 1; i >= 0; --i) {
       const auto k = static_cast<size_t>(i);
       const T* in = i == 0 ? attention_in : c.between[k - 1].data();

@@ -35,6 +35,10 @@ struct network_shape {
   int64_t heads = 1;       // H
   int64_t layers = 0;      // 0: the seeds' bare attention layer; N: N encoder layers (Ein == E)
   int64_t feedforward = 0; // the encoder layers' feed-forward width
+  // Encoder layers pre-norm (PyTorch's norm_first=True, GPT-2's blocks), followed by a final
+  // LayerNorm (GPT-2's ln_f, PyTorch's TransformerEncoder(norm=…)), since the residual stream
+  // leaves the last block unnormalised.
+  bool norm_first = false;
   pool_kind pool = pool_kind::mean;
   int64_t hidden = 0;      // the MLP's hidden width
   int64_t classes = 0;     // C: output words or labels
@@ -105,6 +109,8 @@ struct network_cache {
   self_attention_cache<T> attention;           // layers = 0
   std::vector<encoder_block_cache<T>> blocks;  // layers = N
   std::vector<std::vector<T>> between;         // encoder layers' outputs but the last [B, L, E]
+  std::vector<T> stack, final_mean, final_rstd;  // pre-norm: the last block's output, before the
+                                                 // final norm, and the norm's statistics
   std::vector<T> y;                 // the last attention block's output [B, L, E]
   std::vector<T> pooled;            // [R, P] (after dropout)
   std::vector<int64_t> argmax;      // max pooling: the token of each maximum [R, E]
@@ -143,6 +149,7 @@ class network {
   parameter<T> window_weight, window_bias;      // window > 0: [Ein, window·Ein], [Ein]
   attention_parameters<T> attention;            // layers = 0
   std::vector<encoder_parameters<T>> layers;    // layers = N
+  parameter<T> final_norm_weight, final_norm_bias;  // pre-norm layers: [E]
   parameter<T> pool_query;                      // attention pooling's u [E]
   parameter<T> w1, b1, w2, b2;                  // the MLP head (tied output: w1, b1 map to
                                                 // the embedding width, b2 is the words' bias)

@@ -419,10 +419,13 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
   std::vector<std::vector<float>> best_weights;
 
   // What a checkpoint must match to be resumed: the options and the network they made.
-  const std::string fingerprint = nlohmann::json{
+  nlohmann::json fingerprint_fields = nlohmann::json{
       {"training", model->training}, {"layers", c.layers}, {"heads", c.heads}, {"dim", c.dim},
       {"feedforward", c.feedforward}, {"positions", c.max_positions}, {"new_words", c.new_words},
-      {"inputs", model->inputs.size()}, {"outputs", model->outputs.size()}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      {"inputs", model->inputs.size()}, {"outputs", model->outputs.size()}};
+  if (c.norm_first) fingerprint_fields["norm_first"] = true;  // absent before pre-norm existed
+  const std::string fingerprint =
+      fingerprint_fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   progress p;
   if (o.resume) {
     const run_shape run{.epochs = epochs, .steps = steps, .batch = o.batch, .sequences = s.sequences,

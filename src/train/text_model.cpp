@@ -88,6 +88,7 @@ std::string text_model::encode() const {
                            {"heads", c.heads},
                            {"layers", c.layers},
                            {"feedforward", c.feedforward},
+                           {"norm_first", c.norm_first},
                            {"pool", pooling_name(c.pool)},
                            {"hidden", c.hidden},
                            {"max_positions", c.max_positions},
@@ -152,6 +153,7 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
     c.new_words = integer_or("new_words", 0);
     c.layers = integer_or("layers", 0);
     c.feedforward = integer_or("feedforward", 0);
+    c.norm_first = f.has(j, "norm_first") && f.boolean(j, "norm_first");  // absent: post-norm
     c.dropout = f.has(j, "dropout") ? f.number(j, "dropout") : 0.0;
     c.window = integer_or("window", 0);  // absent before word windows: none
     const std::string pool = f.has(j, "pool") ? f.text(j, "pool") : std::string("mean");
@@ -339,6 +341,7 @@ nn::network_shape network_shape_for(const text_model_config& c, int64_t vocabula
   s.heads = c.heads;
   s.layers = c.layers;
   s.feedforward = c.feedforward;
+  s.norm_first = c.norm_first && c.layers > 0;
   s.pool = c.pool == pooling::mean ? nn::pool_kind::mean
            : c.pool == pooling::max ? nn::pool_kind::max
            : c.pool == pooling::mean_max ? nn::pool_kind::mean_max : nn::pool_kind::attention;

@@ -122,6 +122,7 @@ void initialise(nn::network<float>& net, const train_options& o, const word_inde
     fill_uniform(l.linear2_weight.value, r, in2);
     fill_uniform(l.linear2_bias.value, r, in2);
   }
+  std::fill(net.final_norm_weight.value.begin(), net.final_norm_weight.value.end(), 1.0f);
   const double head1 = 1.0 / std::sqrt(static_cast<double>(s.pooled()));
   const double head2 = 1.0 / std::sqrt(static_cast<double>(s.hidden));
   fill_uniform(net.w1.value, r, head1);
@@ -147,6 +148,9 @@ text_model_config model_config(const train_options& o) {
     throw_usage(fmt::format("--layers {} adds residual connections, which need --dim equal to "
                             "the embedding width {} (got {})", c.layers, c.embed_dim, c.dim));
   c.feedforward = c.layers > 0 ? (o.feedforward > 0 ? o.feedforward : 2 * c.dim) : 0;
+  if (o.norm_first && c.layers == 0)
+    throw_usage("--norm-first arranges encoder layers: give --layers N too");
+  c.norm_first = o.norm_first;
   c.pool = o.pool;
   c.hidden = o.hidden > 0 ? o.hidden : c.dim;
   c.dropout = o.dropout;

@@ -128,14 +128,16 @@ def test_heatmap_of_a_model_shows_the_attention_pytorch_computes(attn, next_word
 
 def torch_encoder_probabilities(t, config, ids):
     """The classifier with encoder layers, rebuilt from the file with PyTorch's own
-    nn.TransformerEncoderLayer (post-norm, ReLU, eval mode: no dropout), the pooling and the
-    head."""
+    nn.TransformerEncoderLayer (post-norm, or pre-norm with norm_first=True followed by the final
+    LayerNorm, as nn.TransformerEncoder(norm=…) applies it; ReLU, eval mode: no dropout), the
+    pooling and the head."""
     table = torch.cat([t["embedding.weight"], t["embedding.new_words"]])
     x = torch_word_window(t, config, table[ids], causal=False).unsqueeze(0)  # [1, L, E]
     e, heads = config["dim"], config["heads"]
     for i in range(config["layers"]):
         layer = torch.nn.TransformerEncoderLayer(e, heads, dim_feedforward=config["feedforward"],
-                                                 dropout=0.0, batch_first=True).double().eval()
+                                                 dropout=0.0, batch_first=True,
+                                                 norm_first=config.get("norm_first", False)).double().eval()
         p = f"layers.{i}."
         a = p + "attention."
         with torch.no_grad():
@@ -149,6 +151,8 @@ def torch_encoder_probabilities(t, config, ids):
                 getattr(layer, name).weight.copy_(t[p + name + ".weight"])
                 getattr(layer, name).bias.copy_(t[p + name + ".bias"])
             x = layer(x)
+    if config.get("norm_first", False):
+        x = F.layer_norm(x, (e,), t["final_norm.weight"], t["final_norm.bias"])
     y = x[0]
     pooled = {"mean": y.mean(0), "max": y.max(0).values,
               "mean+max": torch.cat([y.mean(0), y.max(0).values])}[config["pool"]]
@@ -156,7 +160,8 @@ def torch_encoder_probabilities(t, config, ids):
     return F.linear(hidden, t["head.2.weight"], t["head.2.bias"]).softmax(-1)
 
 
-def test_encoder_layers_and_new_words_mean_what_pytorch_means(attn, tmp_path):
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layers_and_new_words_mean_what_pytorch_means(attn, tmp_path, norm_first):
     # Small pre-trained vectors that lack "n't": the model learns a row for it; two encoder
     # layers, mean+max pooling, dropout while training.
     rng = np.random.default_rng(0)
@@ -177,11 +182,12 @@ def test_encoder_layers_and_new_words_mean_what_pytorch_means(attn, tmp_path):
     model = tmp_path / "m.safetensors"
     r = attn("train", "--task", "classify", "--data", data, "--vectors", vectors, "--layers", "2",
              "--heads", "2", "--feedforward", "12", "--hidden", "6", "--pool", "mean+max",
-             "--dropout", "0.1", "--epochs", "5", "-o", model)
+             "--dropout", "0.1", "--epochs", "5", *(["--norm-first"] if norm_first else []), "-o", model)
     assert r.code == 0, r.err
     t, meta = read_safetensors(model)
     config = json.loads(meta["config"])
     assert config["layers"] == 2 and config["pool"] == "mean+max"
+    assert config["norm_first"] == norm_first and ("final_norm.weight" in t) == norm_first
     vocab = json.loads(meta["input_words"]) + json.loads(meta["new_words"])
     assert "n't" in json.loads(meta["new_words"])
     outputs = json.loads(meta["outputs"])

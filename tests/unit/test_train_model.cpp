@@ -151,6 +151,28 @@ TEST(train_model, encoder_layers_with_new_words_max_pool_and_dropout_match_finit
   check_model_gradients(s, {5, 2, 4}, attn::text_task::classify, 13, 0x5eedULL);
 }
 
+TEST(train_model, pre_norm_encoder_layers_and_final_norm_match_finite_differences) {
+  // norm_first: x + attention(LN₁(x)), then + feed-forward(LN₂(·)), and a final layer norm;
+  // two layers, new words, positions and dropout, as the post-norm test above.
+  network_shape s{.vocabulary = 7, .new_words = 3, .embed = 6, .width = 6, .heads = 2,
+                  .layers = 2, .feedforward = 5, .norm_first = true,
+                  .pool = attn::nn::pool_kind::mean_max, .hidden = 4, .classes = 3,
+                  .positions = 5, .causal = false, .train_embeddings = false, .dropout = 0.3};
+  check_model_gradients(s, {5, 2, 4}, attn::text_task::classify, 21, 0x5eedULL);
+  network<double> net(s);
+  const auto params = net.parameters();
+  EXPECT_TRUE(std::any_of(params.begin(), params.end(),
+                          [](const auto* p) { return p->name == "final_norm.weight"; }));
+}
+
+TEST(train_model, causal_pre_norm_layer_matches_finite_differences) {
+  network_shape s{.vocabulary = 9, .new_words = 0, .embed = 6, .width = 6, .heads = 3,
+                  .layers = 1, .feedforward = 7, .norm_first = true,
+                  .pool = attn::nn::pool_kind::max, .hidden = 5, .classes = 4, .positions = 0,
+                  .causal = true, .train_embeddings = true};
+  check_model_gradients(s, {6, 3, 1, 4}, attn::text_task::next_word, 22);
+}
+
 TEST(train_model, causal_encoder_layer_with_max_pool_matches_finite_differences) {
   // Next-word: every prefix max-pooled, one encoder layer, learned embeddings.
   network_shape s{.vocabulary = 9, .new_words = 0, .embed = 6, .width = 6, .heads = 3,
