@@ -229,6 +229,56 @@ TEST(train_model, masked_word_tied_output_matches_finite_differences) {
   check_masked_word_gradients(false, {0, 6, 3, 1, 5}, 19);  // frozen rows only: no dT at all
 }
 
+// The language model's shape (issue #28): causal pre-norm layers with learned positions, a loss
+// at every position (each token's vector predicts the next token through the tied output).
+TEST(train_model, causal_pre_norm_loss_at_every_position_matches_finite_differences) {
+  network_shape s{.vocabulary = 7, .new_words = 3, .embed = 6, .width = 6, .heads = 2,
+                  .layers = 2, .feedforward = 5, .norm_first = true,
+                  .pool = attn::nn::pool_kind::token, .hidden = 6, .classes = 5, .positions = 6,
+                  .causal = true, .train_embeddings = false, .dropout = 0.1, .tied_output = true};
+  std::mt19937 rng(23);
+  network<double> net(s, {0, 8, 3, 9, 5});
+  randomise(net, rng);
+  std::vector<attn::train::masked_sequence> seqs(3);
+  std::uniform_int_distribution<int64_t> id(0, 9), cls(0, 4);
+  const std::vector<int64_t> lengths{6, 2, 4};
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    for (int64_t t = 0; t < lengths[i]; ++t) seqs[i].ids.push_back(id(rng));
+    for (int64_t t = 0; t + 1 < lengths[i]; ++t) {  // position t predicts token t + 1
+      seqs[i].positions.push_back(t);
+      seqs[i].targets.push_back(cls(rng));
+    }
+  }
+  std::vector<const attn::train::masked_sequence*> group;
+  for (const auto& q : seqs) group.push_back(&q);
+  const attn::nn::batch b = attn::train::make_masked_batch(group);
+  ASSERT_EQ(b.rows.size(), 5u + 1u + 3u);
+  attn::nn::network_cache<double> cache;
+  net.zero_grad();
+  net.forward(b, cache, 0x5eedULL);
+  net.backward(b, cache);
+  const auto loss = [&] {
+    attn::nn::network_cache<double> c;
+    return net.forward(b, c, 0x5eedULL);
+  };
+  for (auto* p : net.parameters()) {
+    if (!p->trainable) {
+      for (double g : p->grad) ASSERT_EQ(g, 0.0) << p->name << " is frozen";
+      continue;
+    }
+    expect_gradient(p->value, p->grad, loss, p->name, 150);
+  }
+  // Causal: changing the last token of the first sequence moves none of its earlier rows.
+  std::vector<attn::train::masked_sequence> changed = seqs;
+  changed[0].ids.back() = (changed[0].ids.back() + 1) % 10;
+  std::vector<const attn::train::masked_sequence*> group2;
+  for (const auto& q : changed) group2.push_back(&q);
+  attn::nn::network_cache<double> other;
+  net.forward(attn::train::make_masked_batch(group2), other, 0);
+  net.forward(b, cache, 0);
+  for (size_t k = 0; k < cache.logits.size(); ++k) ASSERT_EQ(cache.logits[k], other.logits[k]) << k;
+}
+
 TEST(train_model, attention_pooling_matches_finite_differences) {
   // The classifier (padded sentences) and the next-word model (every prefix) pooled by a
   // learned query's softmax weights.
