@@ -22,20 +22,13 @@ void check_mode(mode_t mode, const std::string& path) {
   throw_input(path, "is not a regular file, a pipe or a FIFO");
 }
 
-}  // namespace
-
 void check_input_kind(int fd, const std::string& path) {
   struct stat info {};
   if (::fstat(fd, &info) != 0) throw_input(path, fmt::format("cannot stat: {}", std::strerror(errno)));
   check_mode(info.st_mode, path);
 }
 
-void check_input_path(const std::string& path) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0)
-    throw_input(path, fmt::format("cannot open: {}", std::strerror(errno)));
-  check_mode(info.st_mode, path);
-}
+}  // namespace
 
 input_file::input_file(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
   if (fd_ < 0) throw_input(path, fmt::format("cannot open: {}", std::strerror(errno)));

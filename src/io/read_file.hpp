@@ -11,14 +11,9 @@ namespace attn {
 // that never ends (/dev/zero through a pipe, `yes`) must still end in an error.
 constexpr size_t max_stream_bytes = size_t{1} << 30;
 
-// An input error unless the open descriptor is a regular file, a pipe or a FIFO: a directory,
-// a device (/dev/zero, /dev/urandom, a terminal) or a socket is refused.
-void check_input_kind(int fd, const std::string& path);
-
-// The same by path, for readers that open files themselves (it stats without opening).
-void check_input_path(const std::string& path);
-
-// An input opened read-only after the checks above, closed with the object.
+// An input opened read-only, closed with the object: an input error unless it is a regular
+// file, a pipe or a FIFO (a directory, a device such as /dev/zero or a terminal, or a socket
+// is refused).
 class input_file {
  public:
   explicit input_file(const std::string& path);

@@ -57,6 +57,19 @@ void randomise(network<T>& net, std::mt19937& rng) {
     for (T& x : p->value) x = static_cast<T>(normal(rng));
 }
 
+// Every trainable parameter's gradient against finite differences of loss(); frozen ones
+// must have received none.
+template <class Loss>
+void expect_network_gradients(network<double>& net, const Loss& loss) {
+  for (auto* p : net.parameters()) {
+    if (!p->trainable) {
+      for (double g : p->grad) ASSERT_EQ(g, 0.0) << p->name << " is frozen";
+      continue;
+    }
+    expect_gradient(p->value, p->grad, loss, p->name, 150);
+  }
+}
+
 void check_model_gradients(const network_shape& shape, const std::vector<int64_t>& lengths,
                            attn::text_task task, unsigned seed, uint64_t dropout_seed = 0) {
   std::mt19937 rng(seed);
@@ -72,13 +85,7 @@ void check_model_gradients(const network_shape& shape, const std::vector<int64_t
     attn::nn::network_cache<double> c;
     return net.forward(b, c, dropout_seed);
   };
-  for (auto* p : net.parameters()) {
-    if (!p->trainable) {
-      for (double g : p->grad) ASSERT_EQ(g, 0.0) << p->name << " is frozen";
-      continue;
-    }
-    expect_gradient(p->value, p->grad, loss, p->name, 150);
-  }
+  expect_network_gradients(net, loss);
 }
 
 TEST(train_model, next_word_model_gradients_match_finite_differences) {
@@ -214,13 +221,7 @@ void check_masked_word_gradients(bool train_table, std::vector<int64_t> output_r
     attn::nn::network_cache<double> c;
     return net.forward(b, c, 0x5eedULL);
   };
-  for (auto* p : net.parameters()) {
-    if (!p->trainable) {
-      for (double g : p->grad) ASSERT_EQ(g, 0.0) << p->name << " is frozen";
-      continue;
-    }
-    expect_gradient(p->value, p->grad, loss, p->name, 150);
-  }
+  expect_network_gradients(net, loss);
 }
 
 TEST(train_model, masked_word_tied_output_matches_finite_differences) {
@@ -261,13 +262,7 @@ TEST(train_model, causal_pre_norm_loss_at_every_position_matches_finite_differen
     attn::nn::network_cache<double> c;
     return net.forward(b, c, 0x5eedULL);
   };
-  for (auto* p : net.parameters()) {
-    if (!p->trainable) {
-      for (double g : p->grad) ASSERT_EQ(g, 0.0) << p->name << " is frozen";
-      continue;
-    }
-    expect_gradient(p->value, p->grad, loss, p->name, 150);
-  }
+  expect_network_gradients(net, loss);
   // Causal: changing the last token of the first sequence moves none of its earlier rows.
   std::vector<attn::train::masked_sequence> changed = seqs;
   changed[0].ids.back() = (changed[0].ids.back() + 1) % 10;
