@@ -1,9 +1,10 @@
-// attn train: trains the text model (next-word, classify or masked-word) and saves it as
+// attn train: trains the text model (next-word, classify, masked-word or lm) and saves it as
 // safetensors.
 #include <fmt/format.h>
 
 #include <atomic>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <csignal>
 #include <cstdio>
@@ -43,6 +44,9 @@ struct train_args {
   std::string checkpoint;
   int64_t checkpoint_steps = train_options{}.checkpoint_steps, stop_after_steps = 0;
   bool resume = false;
+  // lm
+  int64_t vocab = train_options{}.vocab, context = train_options{}.context, max_tokens = 0, eval_steps = 0;
+  double time_limit = 0;
   // Which options the command line set (masked-word has defaults of its own for the others).
   bool layers_given = false, dropout_given = false, finetune_given = false, positions_given = false;
 };
@@ -52,6 +56,36 @@ struct train_args {
 // vectors frozen (the model file then holds only what it learned).
 constexpr int64_t masked_word_layers = 2;
 constexpr double masked_word_dropout = 0.1;
+// A language model: GPT-2's block arrangement (pre-norm, learned positions over the context),
+// four of them, light dropout (docs/LM.md has the measurements).
+constexpr int64_t lm_layers = 4;
+constexpr double lm_dropout = 0.1;
+
+// "90", "90s", "30m", "1h", "1h30m": seconds.
+double parse_duration(const std::string& text) {
+  double seconds = 0;
+  const char* at = text.data();
+  const char* end = text.data() + text.size();
+  bool any = false;
+  while (at < end) {
+    double value = 0;
+    const auto [next, ec] = std::from_chars(at, end, value);
+    if (ec != std::errc() || !(value >= 0)) break;
+    at = next;
+    double unit = 1;
+    if (at < end && (*at == 's' || *at == 'm' || *at == 'h')) {
+      unit = *at == 'h' ? 3600 : *at == 'm' ? 60 : 1;
+      ++at;
+    } else if (at != end) {
+      break;
+    }
+    seconds += value * unit;
+    any = true;
+  }
+  if (!any || at != end || !(seconds > 0) || !std::isfinite(seconds))
+    throw_usage(fmt::format("--time '{}': expected a duration such as 90s, 30m, 1h or 1h30m", text));
+  return seconds;
+}
 
 std::atomic<bool> interrupted{false};
 
@@ -86,20 +120,31 @@ void report_data(const char* what, const data_summary& s) {
     warn(fmt::format("{}: {} lines left nothing to learn from, skipped", s.source, s.skipped_lines));
 }
 
+// lm: unknown words are read as <unk> (and counted in every figure), not skipped.
+void report_lm_data(const char* what, const data_summary& s) {
+  fmt::print(stderr, "{} {}: {} paragraphs, {} tokens ({} outside the vocabulary, read as <unk>: "
+                     "{:.2f}%)\n",
+             what, s.source, s.lines, s.tokens, s.unknown_words,
+             s.tokens > 0 ? 100.0 * static_cast<double>(s.unknown_words) / static_cast<double>(s.tokens) : 0.0);
+}
+
 void run(const train_args& args, const train_hooks& hooks) {
   train_options o;
-  if (args.task != "next-word" && args.task != "classify" && args.task != "masked-word")
-    throw_usage(fmt::format("--task '{}': expected next-word, classify or masked-word", args.task));
+  if (args.task != "next-word" && args.task != "classify" && args.task != "masked-word" && args.task != "lm")
+    throw_usage(fmt::format("--task '{}': expected next-word, classify, masked-word or lm", args.task));
   o.task = args.task == "classify" ? text_task::classify
-           : args.task == "masked-word" ? text_task::masked_word : text_task::next_word;
+           : args.task == "masked-word" ? text_task::masked_word
+           : args.task == "lm" ? text_task::lm : text_task::next_word;
+  const bool lm = o.task == text_task::lm;
   const bool masked = o.task == text_task::masked_word;
+  const bool streamed = masked || lm;  // the corpus trainer's tasks
   if (args.learn_embeddings > 0 && !args.vectors.empty())
     throw_usage("--vectors and --learn-embeddings exclude each other");
   const gradient_exchange* exchange = hooks.exchange;
   const int processes = exchange != nullptr ? exchange->processes : 1;
-  if (masked && processes > 1)
-    throw_usage("data-parallel training is for next-word and classify; train masked-word "
-                "models with attn (one process)");
+  if (streamed && processes > 1)
+    throw_usage(fmt::format("data-parallel training is for next-word and classify; train {} "
+                            "models with attn (one process)", args.task));
   std::optional<vectors> word_vectors;
   if (args.learn_embeddings <= 0) {
     const auto load = [&] { word_vectors = load_vectors(args.vectors); };
@@ -116,11 +161,20 @@ void run(const train_args& args, const train_hooks& hooks) {
   o.dim = args.dim;
   o.hidden = args.hidden;
   o.min_count = args.min_count;
-  o.layers = masked && !args.layers_given ? masked_word_layers : args.layers;
+  o.layers = masked && !args.layers_given ? masked_word_layers
+             : lm && !args.layers_given ? lm_layers : args.layers;
   o.feedforward = args.feedforward;
-  o.norm_first = args.norm_first;
+  o.norm_first = args.norm_first || lm;
   o.pool = parse_pooling(args.pool);
-  o.dropout = masked && !args.dropout_given ? masked_word_dropout : args.dropout;
+  o.dropout = masked && !args.dropout_given ? masked_word_dropout
+              : lm && !args.dropout_given ? lm_dropout : args.dropout;
+  o.vocab = args.vocab;
+  o.context = args.context;
+  o.max_tokens = args.max_tokens;
+  o.time_limit = args.time_limit;
+  o.eval_steps = args.eval_steps;
+  if (!lm && (args.max_tokens > 0 || args.time_limit > 0 || args.eval_steps > 0))
+    throw_usage("--max-tokens, --time and --eval-steps are for --task lm");
   o.window = args.window;
   o.shards = args.shards > 0 ? args.shards : processes;
   if (o.shards % processes != 0)
@@ -140,17 +194,18 @@ void run(const train_args& args, const train_hooks& hooks) {
   o.checkpoint_steps = args.checkpoint_steps;
   o.resume = args.resume;
   o.stop_after_steps = args.stop_after_steps;
-  if (!masked && (args.resume || args.stop_after_steps > 0))
-    throw_usage("--resume and --stop-after-steps are for --task masked-word");
-  if (!masked) o.checkpoint.clear();
+  if (!streamed && (args.resume || args.stop_after_steps > 0))
+    throw_usage("--resume and --stop-after-steps are for --task masked-word and lm");
+  if (!streamed) o.checkpoint.clear();
   if (args.resume && !std::filesystem::exists(o.checkpoint))
     throw_input(o.checkpoint, "no checkpoint to resume from");
 
-  train_progress progress;
+  train_progress progress(lm);
   train_callbacks callbacks;
   if (hooks.speaks) {
     callbacks.on_step = [&](const train_step_report& r) { progress.step(r); };
     callbacks.on_epoch = [&](const train_epoch_report& r) { progress.epoch(r); };
+    callbacks.on_eval = [&](const train_eval_report& r) { progress.eval(r); };
   }
   callbacks.stop = &interrupted;
   callbacks.exchange = exchange;
@@ -173,13 +228,20 @@ void run(const train_args& args, const train_hooks& hooks) {
   }
   if (!hooks.speaks) return;  // another rank of a data-parallel run: rank 0 reports and writes
   if (result.resumed_at > 0) fmt::print(stderr, "resumed from {} at step {}\n", o.checkpoint, result.resumed_at);
-  report_data("trained on", result.train);
+  if (lm) {
+    report_lm_data("trained on", result.train);
+    if (!result.valid.source.empty()) report_lm_data("validated on", result.valid);
+    fmt::print(stderr, "{} tokens trained on{}\n", result.trained_tokens,
+               result.budget_end.empty() ? "" : fmt::format(" (the {} budget)", result.budget_end));
+  } else {
+    report_data("trained on", result.train);
+  }
   if (result.left_out > 0)
     fmt::print(stderr, "  {} training lines inside held-out lines left out (their labels would "
                        "leak)\n", result.left_out);
-  if (!result.valid.source.empty())
+  if (!result.valid.source.empty() && !lm)
     report_data("validated on", result.valid);
-  else
+  else if (result.valid.source.empty())
     fmt::print(stderr, "no validation: {} (the last epoch is kept)\n",
                result.no_validation.empty()
                    ? fmt::format("{} lines are too few to hold some out", result.train.lines)
@@ -188,8 +250,9 @@ void run(const train_args& args, const train_hooks& hooks) {
   if (!result.valid.source.empty() && result.best_epoch >= 1 &&
       result.best_epoch <= static_cast<int64_t>(epochs.size())) {
     const train_epoch_report& best = epochs[static_cast<size_t>(result.best_epoch - 1)];
-    fmt::print(stderr, "kept epoch {} of {} (valid accuracy {:.4f}){}\n", result.best_epoch,
-               epochs.size(), best.accuracy,
+    fmt::print(stderr, "kept epoch {} of {} ({}){}\n", result.best_epoch, epochs.size(),
+               lm ? fmt::format("valid perplexity {:.2f}", std::exp(best.eval_loss))
+                  : fmt::format("valid accuracy {:.4f}", best.accuracy),
                result.stopped_early ? fmt::format(": stopped early, no better score in the last "
                                                   "{} epochs", epochs.size() - static_cast<size_t>(result.best_epoch))
                                     : "");
@@ -198,7 +261,7 @@ void run(const train_args& args, const train_hooks& hooks) {
   write_output(args.output, result.model.encode());
   // The run is complete: its checkpoint has nothing left to resume. Only a file this run saved
   // or resumed from is removed (never a file that merely sits at that path).
-  if (masked && result.checkpoint_written && is_training_checkpoint(o.checkpoint))
+  if (streamed && result.checkpoint_written && is_training_checkpoint(o.checkpoint))
     std::remove(o.checkpoint.c_str());
   const bool defaults = c.embeddings == embedding_source::default_vectors;
   std::string rows;
@@ -207,7 +270,8 @@ void run(const train_args& args, const train_hooks& hooks) {
                        c.new_words);
   else if (defaults)
     rows = c.new_words > 0 ? fmt::format(", frozen, {} new words learned", c.new_words) : ", frozen";
-  const std::string head = c.task == text_task::masked_word
+  const std::string head = c.task == text_task::lm ? std::string("tied output (the input rows score the next token)")
+                           : c.task == text_task::masked_word
                                ? std::string("tied output (scored against the word vectors)")
                                : fmt::format("{} pooling, hidden {}", pooling_name(c.pool), c.hidden);
   fmt::print(stderr, "saved {}: {} {}, {} embeddings ({} words, {} dims{}), {}{}, {} heads, dim {}, "
@@ -237,8 +301,10 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
       "(or --layers N encoder layers) → pool (max by default) → MLP → next word or label; "
       "masked-word: a context model predicting hidden words");
   sub->add_option("--task", args->task, "next-word (each prefix predicts its next word), "
-                                        "classify (lines 'label<TAB>text') or masked-word (plain "
-                                        "text: hidden words predicted from both sides; a context model)")
+                                        "classify (lines 'label<TAB>text'), masked-word (plain "
+                                        "text: hidden words predicted from both sides; a context model) "
+                                        "or lm (plain text, one paragraph a line: a causal language "
+                                        "model, every position predicting the next token; docs/LM.md)")
       ->required();
   reads(sub->add_option("--data", args->data, "Training file"))->required();
   reads(sub->add_option("--valid", args->valid,
@@ -318,16 +384,32 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                   "masked-word: the most frequent corpus words it can predict (default 30000)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--checkpoint", args->checkpoint,
-                  "masked-word: training state file (default: OUTPUT.checkpoint), saved every "
+                  "masked-word, lm: training state file (default: OUTPUT.checkpoint), saved every "
                   "--checkpoint-steps and on Ctrl-C, removed when the run completes");
   sub->add_option("--checkpoint-steps", args->checkpoint_steps,
-                  "masked-word: save the training state every N steps (default 500; 0: only on Ctrl-C)")
+                  "masked-word, lm: save the training state every N steps (default 500; 0: only on Ctrl-C)")
       ->check(CLI::NonNegativeNumber);
   sub->add_flag("--resume", args->resume,
-                "masked-word: go on from the checkpoint (same command otherwise); the model comes "
+                "masked-word, lm: go on from the checkpoint (same command otherwise); the model comes "
                 "out as if never stopped");
   sub->add_option("--stop-after-steps", args->stop_after_steps,
-                  "masked-word: stop after N steps in all, saving the checkpoint, as Ctrl-C does")
+                  "masked-word, lm: stop after N steps in all, saving the checkpoint, as Ctrl-C does")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--vocab", args->vocab,
+                  "lm: the N most frequent training words, plus <unk> and <eos> (default 10000)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--context", args->context,
+                  "lm: tokens each window holds (learned positions up to it; default 128)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--max-tokens", args->max_tokens, "lm: stop after training on N tokens")
+      ->check(CLI::PositiveNumber);
+  sub->add_option_function<std::string>(
+         "--time", [args](const std::string& text) { args->time_limit = parse_duration(text); },
+         "lm: stop after this much training time (90s, 30m, 1h30m); the learning rate decays "
+         "over it")
+      ->type_name("DURATION");
+  sub->add_option("--eval-steps", args->eval_steps,
+                  "lm: also score the held-out paragraphs every N steps (default: each epoch's end)")
       ->check(CLI::PositiveNumber);
   writes(sub->add_option("-o,--output", args->output, "Model file (.safetensors)"))->required();
   add_threads_option(sub);
@@ -339,7 +421,7 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
     // The checkpoint (masked-word) is written, resumed from and removed: it must be none of the
     // other files, whether --checkpoint names it or it defaults to OUTPUT.checkpoint.
     std::vector<named_file> checkpoint;
-    if (args->task == "masked-word")
+    if (args->task == "masked-word" || args->task == "lm")
       checkpoint.emplace_back("--checkpoint", args->checkpoint.empty() ? args->output + ".checkpoint"
                                                                       : args->checkpoint);
     check_file_roles(*sub, {}, checkpoint);

@@ -16,7 +16,8 @@ std::string format_duration(double seconds) {
   return fmt::format("{}:{:02}", s / 60, s % 60);
 }
 
-train_progress::train_progress() : terminal_(isatty(STDERR_FILENO) != 0) {}
+train_progress::train_progress(bool language_model)
+    : terminal_(isatty(STDERR_FILENO) != 0), language_model_(language_model) {}
 
 train_progress::~train_progress() { clear(); }
 
@@ -26,8 +27,16 @@ void train_progress::clear() {
 }
 
 void train_progress::step(const train_step_report& r) {
-  if (!terminal_) return;
   const auto now = std::chrono::steady_clock::now();
+  if (!terminal_) {
+    if (!language_model_ || now - last_line_ < std::chrono::seconds(60)) return;
+    last_line_ = now;
+    fmt::print(stderr, "epoch {}/{} step {}/{}  loss {:.4f}  lr {:.2e}  {:.0f} tokens/s  ETA {}\n",
+               r.epoch, r.epochs, r.step, r.steps, r.loss, r.lr, r.tokens_per_second,
+               format_duration(r.eta_seconds));
+    std::fflush(stderr);
+    return;
+  }
   // At most ten redraws a second, but always the epoch's last step.
   if (drawn_ && r.step != r.steps && now - last_ < std::chrono::milliseconds(100)) return;
   last_ = now;
@@ -41,8 +50,24 @@ void train_progress::step(const train_step_report& r) {
   drawn_ = true;
 }
 
+void train_progress::eval(const train_eval_report& r) {
+  clear();
+  fmt::print(stderr, "step {}/{}  {} tokens  valid perplexity {:.2f}  accuracy {:.4f}\n", r.step,
+             r.steps, r.tokens, std::exp(r.loss), r.accuracy);
+  std::fflush(stderr);
+}
+
 void train_progress::epoch(const train_epoch_report& r) {
   clear();
+  if (language_model_) {
+    fmt::print(stderr, "epoch {}/{}  loss {:.4f}  {} perplexity {:.2f}  accuracy {:.4f} (n {})  "
+                       "{:.0f} tokens/s  {:.1f} s\n",
+               r.epoch, r.epochs, r.loss, r.on_validation ? "valid" : "train",
+               std::exp(r.on_validation ? r.eval_loss : r.loss), r.accuracy, r.n,
+               r.tokens_per_second, r.seconds);
+    std::fflush(stderr);
+    return;
+  }
   fmt::print(stderr, "epoch {}/{}  loss {:.4f}  {} accuracy {:.4f} (n {})  {:.0f} tokens/s  {:.1f} s\n",
              r.epoch, r.epochs, r.loss, r.on_validation ? "valid" : "train", r.accuracy, r.n,
              r.tokens_per_second, r.seconds);

@@ -1,6 +1,8 @@
 // What `attn train` shows on standard error: on a terminal a bar redrawn as it goes (epoch, step,
-// loss, tokens/s, ETA); otherwise nothing between epochs. Either way one plain line per epoch
-// with its loss and accuracy, so logs keep the history.
+// loss, tokens/s, ETA); otherwise nothing between epochs, except for a language model (whose
+// one epoch may last hours): a plain line a minute. Either way one plain line per epoch with
+// its loss and accuracy (a language model's held-out perplexity), and one per mid-epoch score
+// (--eval-steps), so logs keep the history.
 #pragma once
 
 #include <chrono>
@@ -11,15 +13,17 @@ namespace attn::cli {
 
 class train_progress {
  public:
-  train_progress();
+  explicit train_progress(bool language_model = false);
   ~train_progress();
   void step(const train_step_report& r);
   void epoch(const train_epoch_report& r);
+  void eval(const train_eval_report& r);
   void clear();  // erases the bar before a message
 
  private:
-  bool terminal_;
+  bool terminal_, language_model_;
   bool drawn_ = false;
+  std::chrono::steady_clock::time_point last_line_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_{};
 };
 

@@ -60,7 +60,7 @@ struct train_options {
   double clip = 1.0;           // global gradient norm limit (0: none)
   double warmup = 0.05;        // share of the steps spent warming up
 
-  // masked-word only (see masked_word_trainer.cpp): the corpus is streamed, never held whole.
+  // masked-word and lm (see corpus_trainer.cpp): the corpus is streamed, never held whole.
   double mask_share = 0.15;     // of the tokens whose word can be predicted, hidden each pass
   int64_t max_length = 64;      // longer sentences are cut into pieces of at most this many tokens
   int64_t max_outputs = 30000;  // the most frequent corpus words that can be predicted
@@ -68,6 +68,16 @@ struct train_options {
   int64_t checkpoint_steps = 500;  // save every this many steps (and when stopped); 0: never
   bool resume = false;          // continue from the checkpoint (same data and options)
   int64_t stop_after_steps = 0; // > 0: stop after this many steps in all, as Ctrl-C does
+
+  // lm only: the vocabulary (the most frequent words, plus the unknown and end-of-paragraph
+  // tokens), the window each position sees (and the learned positions' count), and budgets
+  // beside epochs: tokens trained on, and wall-clock seconds (the learning rate then follows
+  // the time spent, so such a run is not repeatable bit for bit).
+  int64_t vocab = 10000;
+  int64_t context = 128;
+  int64_t max_tokens = 0;    // 0: no limit
+  double time_limit = 0;     // seconds; 0: no limit
+  int64_t eval_steps = 0;    // also score the held-out text every N steps (0: each epoch's end)
 };
 
 struct data_summary {
@@ -87,6 +97,14 @@ struct train_step_report {
   double lr = 0;
   double tokens_per_second = 0;
   double eta_seconds = 0;         // for the whole run
+};
+
+// lm: the held-out text scored in the middle of an epoch (--eval-steps).
+struct train_eval_report {
+  int64_t step = 0, steps = 0;  // optimiser steps done, planned
+  int64_t tokens = 0;           // trained on so far
+  double loss = 0;              // mean cross-entropy per held-out token (perplexity = e^loss)
+  double accuracy = 0;          // of the next token, top-1
 };
 
 struct train_epoch_report {
@@ -115,6 +133,7 @@ struct gradient_exchange {
 struct train_callbacks {
   std::function<void(const train_step_report&)> on_step;
   std::function<void(const train_epoch_report&)> on_epoch;
+  std::function<void(const train_eval_report&)> on_eval;
   const std::atomic<bool>* stop = nullptr;  // set (from a signal handler, say) to stop early
   const gradient_exchange* exchange = nullptr;  // data-parallel: the processes sharing the shards
 };
@@ -128,10 +147,12 @@ struct train_result {
   int64_t best_epoch = 0;      // the epoch whose weights the model holds
   bool stopped_early = false;  // no better validation score for `patience` epochs
   bool stopped = false;  // stop was set before the last epoch ended
-  std::string checkpoint;  // masked-word: the checkpoint saved when stopped ("" : none)
-  int64_t resumed_at = 0;  // masked-word --resume: the step it went on from
+  std::string checkpoint;  // masked-word, lm: the checkpoint saved when stopped ("" : none)
+  int64_t resumed_at = 0;  // masked-word, lm --resume: the step it went on from
+  int64_t trained_tokens = 0;  // masked-word, lm: tokens the steps read, in all
+  std::string budget_end;  // lm: which budget ended the run ("" : the epochs)
   std::string no_validation;  // why nothing was held out, when nothing was
-  // masked-word: the checkpoint file is this run's (it saved it, or resumed from it), so it may
+  // masked-word, lm: the checkpoint file is this run's (it saved it, or resumed from it), so it may
   // be removed once the model is written; a file the run never touched is left alone.
   bool checkpoint_written = false;
 };

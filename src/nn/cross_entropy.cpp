@@ -1,56 +1,124 @@
 // Softmax cross-entropy: the row maximum is subtracted before exp, so large logits cannot
-// overflow, and log-sum-exp is computed once per row.
+// overflow, and log-sum-exp is computed once per row. The double version is the
+// specification (std::exp); the float version trains, and a language model's output makes it
+// hot (R × C exponentials, C the vocabulary, twice a step): its rows run in parallel and its
+// exponential is a polynomial the compiler vectorises.
 #include "nn/cross_entropy.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <bit>
+
+#include "kernels/simd.hpp"
 
 namespace attn::nn {
 
 namespace {
 
-template <class T>
-T row_log_sum_exp(const T* z, int64_t c) {
-  const T top = *std::max_element(z, z + c);
-  T sum = 0;
+// e^x for finite x ≤ 0 (x − max of a row), to a relative error near 1e-7: 2^u = 2^i · 2^f with i the
+// integer part of u = x·log2(e) and f in [0, 1) by the attention kernels' degree-6 polynomial. Written so that
+// `omp simd` vectorises it (truncation and integer shifts only). x may be a rounding error
+// above 0 (z − lse): 2^f then covers it.
+inline float exp_nonpositive(float x) {
+  const float u = x * 1.44269504088896341f;
+  // Below 2^-126 the result is flushed to 0 (the exponent bits clamp at 0). The clamp is on the
+  // integer, since a float max is not if-converted without -ffast-math and the loop would not
+  // vectorise; u + 127 > 0 then truncates as the floor does.
+  const auto raw = static_cast<int32_t>(u + 127.0f);
+  const int32_t biased = raw > 0 ? raw : 0;
+  const float f = u - static_cast<float>(biased - 127);  // [0, 1), exact
+  // The attention kernels' fit (kernels/simd.hpp), Horner's scheme written out.
+  constexpr const float* c = simd::exp2_poly;
+  const float p = c[0] + f * (c[1] + f * (c[2] + f * (c[3] + f * (c[4] + f * (c[5] + f * c[6])))));
+  return p * std::bit_cast<float>(biased << 23);
+}
+
+double row_log_sum_exp(const double* z, int64_t c) {
+  const double top = *std::max_element(z, z + c);
+  double sum = 0;
   for (int64_t j = 0; j < c; ++j) sum += std::exp(z[j] - top);
   return top + std::log(sum);
 }
 
+// The hot loops are compiled for AVX-512, AVX2 + FMA and the baseline, and the loader picks
+// the best one the machine has (GCC's function multi-versioning).
+#define ATTN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+ATTN_CLONES float row_log_sum_exp(const float* z, int64_t c) {
+  float top = z[0];
+#pragma omp simd reduction(max : top)
+  for (int64_t j = 1; j < c; ++j) top = top > z[j] ? top : z[j];
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < c; ++j) sum += exp_nonpositive(z[j] - top);
+  return top + std::log(sum);
+}
+
+// Parallel over rows only when there is enough work to share.
+bool worth_threads(int64_t r, int64_t c) { return r * c >= (int64_t{1} << 16); }
+
+// d = (e^(z − lse) − onehot(target)) · scale
+ATTN_CLONES void softmax_gradient_row(const float* __restrict z, float lse, int64_t target,
+                                      float scale, float* __restrict d, int64_t c) {
+#pragma omp simd
+  for (int64_t j = 0; j < c; ++j) d[j] = exp_nonpositive(z[j] - lse) * scale;
+  d[target] -= scale;
+}
+
 }  // namespace
 
-template <class T>
-T cross_entropy_forward(const T* logits, const int64_t* targets, T* probabilities, int64_t r,
-                        int64_t c) {
-  T total = 0;
+double cross_entropy_forward(const double* logits, const int64_t* targets, double* probabilities,
+                             int64_t r, int64_t c, double* row_lse) {
+  double total = 0;
   for (int64_t i = 0; i < r; ++i) {
-    const T* z = logits + i * c;
-    const T lse = row_log_sum_exp(z, c);
+    const double* z = logits + i * c;
+    const double lse = row_log_sum_exp(z, c);
+    if (row_lse != nullptr) row_lse[i] = lse;
     total += lse - z[targets[i]];  // -log softmax(z)[t] = lse(z) − z[t]
     if (probabilities != nullptr)
       for (int64_t j = 0; j < c; ++j) probabilities[i * c + j] = std::exp(z[j] - lse);
   }
-  return r > 0 ? total / static_cast<T>(r) : T(0);
+  return r > 0 ? total / static_cast<double>(r) : 0.0;
 }
 
-template <class T>
-void cross_entropy_backward(const T* logits, const int64_t* targets, T* dlogits, int64_t r,
-                            int64_t c, T dloss) {
-  const T scale = r > 0 ? dloss / static_cast<T>(r) : T(0);
+float cross_entropy_forward(const float* logits, const int64_t* targets, float* probabilities,
+                            int64_t r, int64_t c, float* row_lse) {
+  double total = 0;  // summed in double: R may be thousands of rows
+#pragma omp parallel for reduction(+ : total) if (worth_threads(r, c))
   for (int64_t i = 0; i < r; ++i) {
-    const T* z = logits + i * c;
-    const T lse = row_log_sum_exp(z, c);
+    const float* z = logits + i * c;
+    const float lse = row_log_sum_exp(z, c);
+    if (row_lse != nullptr) row_lse[i] = lse;
+    total += static_cast<double>(lse - z[targets[i]]);
+    if (probabilities != nullptr) {
+      float* p = probabilities + i * c;
+#pragma omp simd
+      for (int64_t j = 0; j < c; ++j) p[j] = exp_nonpositive(z[j] - lse);
+    }
+  }
+  return r > 0 ? static_cast<float>(total / static_cast<double>(r)) : 0.0f;
+}
+
+void cross_entropy_backward(const double* logits, const int64_t* targets, double* dlogits, int64_t r,
+                            int64_t c, double dloss, const double* row_lse) {
+  const double scale = r > 0 ? dloss / static_cast<double>(r) : 0.0;
+  for (int64_t i = 0; i < r; ++i) {
+    const double* z = logits + i * c;
+    const double lse = row_lse != nullptr ? row_lse[i] : row_log_sum_exp(z, c);
     for (int64_t j = 0; j < c; ++j)  // d(lse − z[t])/dz = softmax(z) − onehot(t)
-      dlogits[i * c + j] = (std::exp(z[j] - lse) - (j == targets[i] ? T(1) : T(0))) * scale;
+      dlogits[i * c + j] = (std::exp(z[j] - lse) - (j == targets[i] ? 1.0 : 0.0)) * scale;
   }
 }
 
-template float cross_entropy_forward<float>(const float*, const int64_t*, float*, int64_t, int64_t);
-template double cross_entropy_forward<double>(const double*, const int64_t*, double*, int64_t,
-                                              int64_t);
-template void cross_entropy_backward<float>(const float*, const int64_t*, float*, int64_t, int64_t,
-                                            float);
-template void cross_entropy_backward<double>(const double*, const int64_t*, double*, int64_t,
-                                             int64_t, double);
+void cross_entropy_backward(const float* logits, const int64_t* targets, float* dlogits, int64_t r,
+                            int64_t c, float dloss, const float* row_lse) {
+  const float scale = r > 0 ? dloss / static_cast<float>(r) : 0.0f;
+#pragma omp parallel for if (worth_threads(r, c))
+  for (int64_t i = 0; i < r; ++i) {
+    const float* z = logits + i * c;
+    const float lse = row_lse != nullptr ? row_lse[i] : row_log_sum_exp(z, c);
+    softmax_gradient_row(z, lse, targets[i], scale, dlogits + i * c, c);
+  }
+}
 
 }  // namespace attn::nn

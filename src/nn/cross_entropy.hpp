@@ -1,4 +1,5 @@
-// Softmax cross-entropy over classes, averaged over rows.
+// Softmax cross-entropy over classes, averaged over rows. double: the specification (std::exp,
+// one row after another); float: rows in parallel, a vectorised exponential (cross_entropy.cpp).
 #pragma once
 
 #include <cstdint>
@@ -6,13 +7,17 @@
 namespace attn::nn {
 
 // logits [R, C], targets [R] (class indices) → the mean over rows of -log softmax(logits)[target];
-// probabilities [R, C] (when not null) receives softmax(logits).
-template <class T>
-T cross_entropy_forward(const T* logits, const int64_t* targets, T* probabilities, int64_t r,
-                        int64_t c);
-// dlogits [R, C] = (softmax(logits) − onehot(target)) / R, times dloss
-template <class T>
-void cross_entropy_backward(const T* logits, const int64_t* targets, T* dlogits, int64_t r,
-                            int64_t c, T dloss = T(1));
+// probabilities [R, C] (when not null) receives softmax(logits); row_lse [R] (when not null)
+// each row's log-sum-exp, which spares the backward pass computing it again.
+double cross_entropy_forward(const double* logits, const int64_t* targets, double* probabilities,
+                             int64_t r, int64_t c, double* row_lse = nullptr);
+float cross_entropy_forward(const float* logits, const int64_t* targets, float* probabilities,
+                            int64_t r, int64_t c, float* row_lse = nullptr);
+// dlogits [R, C] = (softmax(logits) − onehot(target)) / R, times dloss (row_lse: the forward's,
+// or null to compute it)
+void cross_entropy_backward(const double* logits, const int64_t* targets, double* dlogits, int64_t r,
+                            int64_t c, double dloss = 1.0, const double* row_lse = nullptr);
+void cross_entropy_backward(const float* logits, const int64_t* targets, float* dlogits, int64_t r,
+                            int64_t c, float dloss = 1.0f, const float* row_lse = nullptr);
 
 }  // namespace attn::nn

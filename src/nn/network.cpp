@@ -313,9 +313,11 @@ T network<T>::forward(const batch& b, network_cache<T>& c, uint64_t dropout_seed
     linear_forward(c.hidden.data(), w2.value.data(), b2.value.data(), c.logits.data(), rows,
                    s.hidden, s.classes);
   }
+  c.row_lse.clear();
   if (b.targets.size() != b.rows.size()) return T(0);
+  c.row_lse.resize(static_cast<size_t>(rows));
   return cross_entropy_forward(c.logits.data(), b.targets.data(), static_cast<T*>(nullptr), rows,
-                               s.classes);
+                               s.classes, c.row_lse.data());
 }
 
 template <class T>
@@ -325,7 +327,8 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
   const int64_t p = s.pooled();
   // loss = cross_entropy(logits, targets)
   std::vector<T> dlogits(c.logits.size());
-  cross_entropy_backward(c.logits.data(), b.targets.data(), dlogits.data(), rows, s.classes);
+  cross_entropy_backward(c.logits.data(), b.targets.data(), dlogits.data(), rows, s.classes, T(1),
+                         c.row_lse.size() == static_cast<size_t>(rows) ? c.row_lse.data() : nullptr);
   std::vector<T> dhidden(c.hidden.size(), T(0)), dpre;
   std::vector<int64_t> table_rows, new_rows;  // embedding rows given a gradient
   if (s.tied_output) {

@@ -119,6 +119,7 @@ struct network_cache {
   std::vector<T> pre, hidden;       // the MLP's hidden layer before and after ReLU [R, hidden]
   std::vector<T> output_table;      // tied output: the output words' embedding rows [C, Ein]
   std::vector<T> logits;            // [R, C]
+  std::vector<T> row_lse;           // each row's log-sum-exp [R] (the loss's, for backward)
 
   // The last block's attention (its per-head Q, K, V and row log-sum-exp).
   const self_attention_cache<T>& last_attention() const {

@@ -12,6 +12,11 @@ namespace attn::train {
 
 std::vector<std::vector<std::string>> split_sequences(const std::string& line, int64_t max_length) {
   std::vector<std::vector<std::string>> out;
+  if (max_length == 0) {  // the whole line, one paragraph
+    std::vector<std::string> tokens = tokenize(line);
+    if (!tokens.empty()) out.push_back(std::move(tokens));
+    return out;
+  }
   std::vector<std::string> sentence;
   const auto flush = [&] {
     // A long sentence becomes pieces of at most max_length tokens.

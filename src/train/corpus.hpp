@@ -1,6 +1,7 @@
 // A plain-text corpus (or .xz / .gz: io/text_lines.hpp) read as a stream of sequences, so a file
 // larger than memory trains with flat memory: each line is tokenised (attn::tokenize), split after its sentence ends (". ! ?")
-// and sentences longer than max_length are cut into pieces of at most that many tokens. A
+// and sentences longer than max_length are cut into pieces of at most that many tokens
+// (max_length 0: each line is one sequence, whole, as the language model reads paragraphs). A
 // position can be saved and sought back to, for resuming a run where it stopped.
 #pragma once
 

@@ -38,6 +38,7 @@ std::string task_name(text_task task) {
     case text_task::next_word: return "next-word";
     case text_task::classify: return "classify";
     case text_task::masked_word: return "masked-word";
+    case text_task::lm: return "lm";
   }
   return "next-word";
 }
@@ -49,7 +50,7 @@ namespace {
 std::vector<int64_t> output_rows(const text_model_config& c, const train::word_index& inputs,
                                  const train::word_index& outputs) {
   std::vector<int64_t> rows;
-  if (c.task == text_task::masked_word)
+  if (c.task == text_task::masked_word || c.task == text_task::lm)
     for (const std::string& w : outputs.words()) rows.push_back(inputs.find(w));
   return rows;
 }
@@ -132,10 +133,11 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
     const nlohmann::json j = f.parse(meta("config"), "config");
     if (!j.is_object()) f.fail("config", "must be a JSON object");
     const std::string task = f.text(j, "task");
-    if (task != "next-word" && task != "classify" && task != "masked-word")
-      f.fail("task", fmt::format("is '{}', expected next-word, classify or masked-word", task));
+    if (task != "next-word" && task != "classify" && task != "masked-word" && task != "lm")
+      f.fail("task", fmt::format("is '{}', expected next-word, classify, masked-word or lm", task));
     c.task = task == "classify" ? text_task::classify
-             : task == "masked-word" ? text_task::masked_word : text_task::next_word;
+             : task == "masked-word" ? text_task::masked_word
+             : task == "lm" ? text_task::lm : text_task::next_word;
     const std::string emb = f.text(j, "embeddings");
     if (emb != "default" && emb != "stored")
       f.fail("embeddings", fmt::format("is '{}', expected default or stored", emb));
@@ -206,10 +208,11 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
   if (in.size() != static_cast<int64_t>(input_words.size() + new_words.size()) ||
       learned.size() != c.new_words || out.size() != static_cast<int64_t>(outputs.size()))
     throw_input(source, "bad model metadata: repeated words or labels");
-  // A masked-word model scores its output words against their embedding rows.
-  if (c.task == text_task::masked_word) {
+  // A masked-word or language model scores its output words against their embedding rows.
+  if (c.task == text_task::masked_word || c.task == text_task::lm) {
     if (c.hidden != c.embed_dim)
-      throw_input(source, "bad model metadata: a masked-word model's hidden width must be its embedding width");
+      throw_input(source, fmt::format("bad model metadata: a {} model's hidden width must be its "
+                                      "embedding width", task_name(c.task)));
     for (const std::string& w : outputs)
       if (in.find(w) < 0)
         throw_input(source, fmt::format("bad model metadata: output word '{}' has no embedding row", w));
@@ -350,8 +353,8 @@ nn::network_shape network_shape_for(const text_model_config& c, int64_t vocabula
   s.classes = classes;
   s.positions = c.max_positions;
   s.window = c.window;
-  s.causal = c.task == text_task::next_word;
-  if (c.task == text_task::masked_word) {  // the hidden tokens' own vectors, tied output
+  s.causal = c.task == text_task::next_word || c.task == text_task::lm;
+  if (c.task == text_task::masked_word || c.task == text_task::lm) {  // each token's own vector, tied output
     s.pool = nn::pool_kind::token;
     s.tied_output = true;
   }

@@ -16,7 +16,7 @@
 #include "train/optimizer.hpp"
 #include "train/rng.hpp"
 #include "train/text_model_impl.hpp"
-#include "train/masked_word_trainer.hpp"
+#include "train/corpus_trainer.hpp"
 #include "train/sharded_step.hpp"
 #include "train/trainer_parts.hpp"
 
@@ -252,7 +252,7 @@ pooling parse_pooling(const std::string& name) {
 }
 
 train_result train_text_model(const train_options& o, const train_callbacks& cb) {
-  if (o.task == text_task::masked_word) return train::train_masked_word(o, cb);
+  if (o.task == text_task::masked_word || o.task == text_task::lm) return train::train_from_corpus(o, cb);
   check_options(o);
   const gradient_exchange* exchange = cb.exchange;
   std::vector<text_example> train_set, valid_set;

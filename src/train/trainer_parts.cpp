@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <utility>
 #include <nlohmann/json.hpp>
 
@@ -28,6 +30,32 @@ void initialise_attention(nn::attention_parameters<float>& a, int64_t in, int64_
   fill_uniform(a.wk.value, r, xavier_in);
   fill_uniform(a.wv.value, r, xavier_in);
   fill_uniform(a.wo.value, r, xavier_out);
+}
+
+// lm: the vocabulary's rows start from the word vectors where a word has one (another word's at
+// N(0, σ²), σ the vectors' root mean square), or all at N(0, 1/Ein) when learned from scratch:
+// small rows, as GPT-2's N(0, 0.02²), since the same rows score the output.
+void initialise_lm_rows(nn::network<float>& net, const train_options& o, const word_index& words,
+                        train::rng& r) {
+  const nn::network_shape& s = net.shape();
+  double rms = 1.0 / std::sqrt(static_cast<double>(s.embed));
+  if (o.word_vectors != nullptr) {
+    double squares = 0;
+    for (int64_t i = 0; i < o.word_vectors->size(); ++i)
+      for (float x : o.word_vectors->vector(i)) squares += static_cast<double>(x) * x;
+    rms = std::sqrt(squares / static_cast<double>(std::max<int64_t>(1, o.word_vectors->size() * s.embed)));
+  }
+  for (int64_t i = 0; i < s.vocabulary; ++i) {
+    float* row = net.embedding.value.data() + i * s.embed;
+    const auto known = o.word_vectors != nullptr ? o.word_vectors->find(words.words()[static_cast<size_t>(i)])
+                                                 : std::nullopt;
+    if (known) {
+      auto v = o.word_vectors->vector(*known);
+      std::copy(v.begin(), v.end(), row);
+    } else {
+      for (int64_t j = 0; j < s.embed; ++j) row[j] = static_cast<float>(rms * r.normal());
+    }
+  }
 }
 
 }  // namespace
@@ -59,8 +87,9 @@ void check_options(const train_options& o) {
   if (o.window < -1 || o.window > 64)
     throw_usage(fmt::format("--window must be between 0 and 64, got {}", o.window));
   if (o.shards < 1) throw_usage(fmt::format("--shards must be at least 1, got {}", o.shards));
-  if (o.shards > 1 && o.task == text_task::masked_word)
-    throw_usage("--shards is for next-word and classify (masked-word computes each batch in one pass)");
+  if (o.shards > 1 && (o.task == text_task::masked_word || o.task == text_task::lm))
+    throw_usage(fmt::format("--shards is for next-word and classify ({} computes each batch in one pass)",
+                            task_name(o.task)));
   if (!(o.dropout >= 0 && o.dropout < 1))
     throw_usage(fmt::format("--dropout must be in [0, 1), got {}", o.dropout));
   if ((o.word_vectors == nullptr) == (o.learn_embeddings <= 0))
@@ -82,7 +111,9 @@ bool uses_default_vectors(const train_options& o) {
 void initialise(nn::network<float>& net, const train_options& o, const word_index& inputs,
                 train::rng& r) {
   const nn::network_shape& s = net.shape();
-  if (o.word_vectors != nullptr) {
+  if (o.task == text_task::lm) {
+    initialise_lm_rows(net, o, inputs, r);
+  } else if (o.word_vectors != nullptr) {
     double squares = 0;
     for (int64_t i = 0; i < s.vocabulary; ++i) {
       auto row = o.word_vectors->vector(*o.word_vectors->find(inputs.words()[static_cast<size_t>(i)]));
@@ -180,6 +211,13 @@ std::string training_record(const train_options& o, int64_t epochs) {
                       {"clip", o.clip}, {"warmup", o.warmup}, {"dropout", o.dropout},
                       {"min_count", o.min_count}, {"patience", o.patience},
                       {"vectors", o.word_vectors != nullptr ? o.word_vectors->source() : ""}};
+  if (o.task == text_task::lm) {
+    j["vocab"] = o.vocab;
+    j["context"] = o.context;
+    j["max_tokens"] = o.max_tokens;
+    j["time"] = o.time_limit;
+    j["layers"] = o.layers;
+  }
   if (o.task == text_task::masked_word) {
     j["mask_share"] = o.mask_share;
     j["max_length"] = o.max_length;

@@ -120,6 +120,36 @@ TEST(train_layers, cross_entropy_gradient_matches_finite_differences) {
   EXPECT_TRUE(std::isfinite(loss()));
 }
 
+// The float cross-entropy (parallel rows, a polynomial exponential) against the double one on
+// awkward class counts, with logits far apart (underflowing terms) and a row's log-sum-exp
+// handed from forward to backward.
+TEST(train_layers, float_cross_entropy_matches_the_double_specification) {
+  std::mt19937 rng(11);
+  for (const int64_t classes : {1, 7, 63, 65, 129, 1000, 10003}) {
+    const int64_t rows = classes > 1000 ? 9 : 37;
+    vec logits = random_values(rows * classes, rng, 8.0);
+    logits[0] = 95.0;  // far above the rest: their exponentials underflow
+    std::uniform_int_distribution<int64_t> pick(0, classes - 1);
+    std::vector<int64_t> targets(static_cast<size_t>(rows));
+    for (int64_t& t : targets) t = pick(rng);
+    std::vector<float> f(logits.begin(), logits.end()), lse(static_cast<size_t>(rows));
+    vec dref(logits.size());
+    std::vector<float> d(f.size()), d_again(f.size());
+    const double ref = attn::nn::cross_entropy_forward(logits.data(), targets.data(),
+                                                       static_cast<double*>(nullptr), rows, classes);
+    const float got = attn::nn::cross_entropy_forward(f.data(), targets.data(), static_cast<float*>(nullptr),
+                                                      rows, classes, lse.data());
+    EXPECT_NEAR(got, ref, 1e-5 * std::max(1.0, std::abs(ref))) << classes;
+    attn::nn::cross_entropy_backward(logits.data(), targets.data(), dref.data(), rows, classes);
+    attn::nn::cross_entropy_backward(f.data(), targets.data(), d.data(), rows, classes, 1.0f, lse.data());
+    attn::nn::cross_entropy_backward(f.data(), targets.data(), d_again.data(), rows, classes);
+    for (size_t k = 0; k < d.size(); ++k) {
+      ASSERT_NEAR(d[k], dref[k], 2e-6 / static_cast<double>(rows) + 1e-5 * std::abs(dref[k])) << classes << " " << k;
+      ASSERT_EQ(d[k], d_again[k]) << k;  // the forward's lse is the one backward computes
+    }
+  }
+}
+
 // The double attention core, the specification the model's gradient checks rest on.
 void check_attention_core(const attn::nn::attention_mask_spec& mask, int64_t b, int64_t h,
                           int64_t l, int64_t d, unsigned seed) {

@@ -1,15 +1,21 @@
-// Training a context model on plain text: the masked-word task. One streaming pass surveys the
-// corpus (word counts, a held-out share of its sequences); the vocabulary follows (the word
-// vectors' rows, learned rows for frequent words they lack, the mask token's row); then epochs
-// read the corpus again in chunks of sequences, shuffled within each chunk, hide words
-// (masking.hpp) and train bidirectional attention to predict them, scored against the output
-// words' own embedding rows (the network's tied output). Memory stays flat in the corpus size.
+// Training on plain text streamed from a corpus: the masked-word task (a context model) and the
+// lm task (a language model). One streaming pass surveys the corpus (word counts, each
+// sequence's length, a held-out share of its sequences); the vocabulary follows; then epochs
+// read the corpus again in chunks of sequences, shuffled within each chunk, and train:
+//   masked-word: sentences, words hidden (masking.hpp), bidirectional attention predicting
+//     them; the vocabulary is the word vectors' rows, learned rows for frequent words they lack
+//     and the mask token's row.
+//   lm: paragraphs as one stream cut into windows (lm_stream.hpp), causal attention, every
+//     position predicting the next token; the vocabulary is the most frequent words plus the
+//     unknown and end tokens, rows starting from the word vectors where a word has one.
+// Both score against the output words' own embedding rows (the network's tied output).
+// Memory stays flat in the corpus size.
 //
 // Every random draw derives from the seed and the place in the run (the chunk's shuffle from
 // its epoch and index, a step's masks and dropout from the step's number), and the optimiser's
 // state is saved whole, so a run resumed from a checkpoint takes exactly the steps of one that
 // never stopped and writes the same model file.
-#include "train/masked_word_trainer.hpp"
+#include "train/corpus_trainer.hpp"
 
 #include <fmt/format.h>
 
@@ -24,6 +30,7 @@
 #include "io/json_fields.hpp"
 #include "train/checkpoint.hpp"
 #include "train/corpus.hpp"
+#include "train/lm_stream.hpp"
 #include "train/masking.hpp"
 #include "train/model_input.hpp"
 #include "train/optimizer.hpp"
@@ -37,6 +44,7 @@ constexpr int64_t chunk_sequences = 4096;  // shuffled together; the memory a ru
 constexpr int64_t valid_every = 20;        // sequence i is held out when i % 20 == 0 …
 constexpr int64_t max_valid = 2000;        // … among the first 20 × 2000
 constexpr int64_t default_min_steps = 3000;
+constexpr int64_t default_lm_min_steps = 1500;
 constexpr int64_t max_epochs = 100;
 constexpr size_t score_batch = 64;
 
@@ -51,21 +59,28 @@ bool held_out(int64_t sequence, bool validating) {
   return validating && sequence % valid_every == 0 && sequence / valid_every < max_valid;
 }
 
+bool is_lm(const train_options& o) { return o.task == text_task::lm; }
+
+// masked-word reads sentences cut at max_length; lm reads whole paragraphs.
+corpus_reader open_corpus(const train_options& o) { return {o.data, is_lm(o) ? 0 : o.max_length}; }
+
 struct survey {
   std::unordered_map<std::string, int64_t> counts;  // training sequences' words
   std::vector<std::vector<std::string>> valid;      // the held-out sequences
+  std::vector<int64_t> lengths;                     // every sequence's tokens
   int64_t sequences = 0, train_sequences = 0;
   int64_t bytes = 0;  // of text (decompressed, for .xz and .gz)
 };
 
 survey survey_corpus(const train_options& o) {
   survey s;
-  corpus_reader reader(o.data, o.max_length);
+  corpus_reader reader = open_corpus(o);
   std::vector<std::string> tokens;
   while (true) {
     const int64_t i = reader.position().sequence;
     if (!reader.next(tokens)) break;
     ++s.sequences;
+    s.lengths.push_back(static_cast<int64_t>(tokens.size()));
     if (held_out(i, true)) {
       s.valid.push_back(std::move(tokens));
       continue;
@@ -81,6 +96,27 @@ survey survey_corpus(const train_options& o) {
   s.train_sequences = s.sequences - static_cast<int64_t>(s.valid.size());
   s.bytes = reader.position().offset;
   return s;
+}
+
+// The optimiser steps of each chunk of an epoch: a chunk is the next chunk_sequences training
+// sequences; masked-word batches sequences, lm batches the windows of the chunk's stream.
+std::vector<int64_t> chunk_steps(const train_options& o, const survey& s, bool validating) {
+  std::vector<int64_t> steps;
+  int64_t in_chunk = 0, ids = 1;  // an lm chunk's stream starts with the end token
+  const auto close = [&] {
+    const int64_t items = is_lm(o) ? count_windows(ids, o.context) : in_chunk;
+    steps.push_back((items + o.batch - 1) / o.batch);
+    in_chunk = 0;
+    ids = 1;
+  };
+  for (int64_t i = 0; i < s.sequences; ++i) {
+    if (held_out(i, validating)) continue;
+    ++in_chunk;
+    ids += s.lengths[static_cast<size_t>(i)] + 1;
+    if (in_chunk == chunk_sequences) close();
+  }
+  if (in_chunk > 0) close();
+  return steps;
 }
 
 // Words by count, most frequent first (ties alphabetical).
@@ -131,6 +167,35 @@ vocabulary make_vocabulary(const train_options& o, const survey& s) {
   return v;
 }
 
+// lm: the `vocab` most frequent training words, the unknown token and the end token, each row
+// both an input and an output (the same order, so class c is row c).
+vocabulary make_lm_vocabulary(const train_options& o, const survey& s) {
+  vocabulary v;
+  for (const auto& [w, n] : by_count(s.counts)) {
+    if (v.inputs.size() >= o.vocab) break;
+    v.inputs.add(w);
+  }
+  v.inputs.add(unknown_token);
+  v.inputs.add(end_token);
+  v.outputs = v.inputs;
+  return v;
+}
+
+// lm: a chunk's (or the held-out text's) paragraphs as one stream, cut into windows.
+std::vector<masked_sequence> lm_windows(const std::vector<std::vector<std::string>>& paragraphs,
+                                        const word_index& words, int64_t context, data_summary* summary) {
+  std::vector<int64_t> stream{words.find(end_token)};
+  for (const auto& p : paragraphs) {
+    const int64_t unknown = append_paragraph(p, words, stream);
+    if (summary != nullptr) {
+      ++summary->lines;
+      summary->unknown_words += unknown;
+    }
+  }
+  if (summary != nullptr) summary->tokens += static_cast<int64_t>(stream.size()) - 1;
+  return next_token_windows(stream, context);
+}
+
 word_sequence encode(const std::vector<std::string>& tokens, const word_index& inputs,
                      const word_index& outputs, data_summary& summary) {
   word_sequence s;
@@ -170,6 +235,7 @@ struct progress {
   int64_t best_epoch = 0;
   scored_examples best{.loss = 0, .accuracy = -1, .n = 0};
   bool best_saved = false;  // best weights kept apart (the best epoch is not the latest)
+  double seconds = 0;       // lm: training time so far (a --time budget goes on from it)
 };
 
 nlohmann::json to_json(const progress& p) {
@@ -178,7 +244,8 @@ nlohmann::json to_json(const progress& p) {
           {"sequence", p.chunk_start.sequence}, {"done", p.done}, {"all_tokens", p.all_tokens},
           {"loss_sum", p.loss_sum}, {"rows_sum", p.rows_sum}, {"epoch_tokens", p.epoch_tokens},
           {"best_epoch", p.best_epoch}, {"best_accuracy", p.best.accuracy},
-          {"best_loss", p.best.loss}, {"best_n", p.best.n}, {"best_saved", p.best_saved}};
+          {"best_loss", p.best.loss}, {"best_n", p.best.n}, {"best_saved", p.best_saved},
+          {"seconds", p.seconds}};
 }
 
 // A checkpoint's header is read as untrusted input (io/json_fields.hpp): every field by name, of
@@ -203,27 +270,31 @@ progress from_json(const nlohmann::json& j, const header_reader& h) {
   p.best = {.loss = h.number(j, "progress.best_loss"), .accuracy = h.number(j, "progress.best_accuracy"),
             .n = h.integer(j, "progress.best_n")};
   p.best_saved = h.boolean(j, "progress.best_saved");
+  p.seconds = h.has(j, "seconds") ? h.number(j, "progress.seconds") : 0.0;  // absent before lm
   return p;
 }
 
 // What the run itself fixes: its epochs, steps, chunks and the corpus's size.
 struct run_shape {
-  int64_t epochs = 0, steps = 0, batch = 0;
-  int64_t sequences = 0, train_sequences = 0, corpus_bytes = 0;
+  int64_t epochs = 0, steps = 0;
+  std::vector<int64_t> chunk_steps;  // each chunk's steps (an epoch's sum to steps)
+  int64_t sequences = 0, corpus_bytes = 0;
 };
 
 void check_progress(const progress& p, const run_shape& r, const header_reader& h) {
   const auto f = [](int64_t v) { return static_cast<double>(v); };
-  const int64_t chunk_steps = (chunk_sequences + r.batch - 1) / r.batch;
-  const int64_t chunks = (r.train_sequences + chunk_sequences - 1) / chunk_sequences;
+  const auto chunks = static_cast<int64_t>(r.chunk_steps.size());
   h.range("progress.epoch", f(p.epoch), 1, f(r.epochs));
   h.range("progress.chunk", f(p.chunk), 0, f(std::max<int64_t>(chunks - 1, 0)));
-  h.range("progress.batch", f(p.batch), 0, f(chunk_steps));
+  const auto chunk = static_cast<size_t>(p.chunk);
+  h.range("progress.batch", f(p.batch), 0, f(r.chunk_steps[chunk]));
+  h.range("progress.seconds", p.seconds, 0, 1e12);
   h.range("progress.offset", f(p.chunk_start.offset), 0, f(r.corpus_bytes));
   h.range("progress.sequence", f(p.chunk_start.sequence), 0, f(r.sequences));
   h.range("progress.skip", f(p.chunk_start.skip), 0, f(p.chunk_start.sequence));
   // Every step counts, so where the run is fixes how many steps it took.
-  const int64_t expected = (p.epoch - 1) * r.steps + p.chunk * chunk_steps + p.batch;
+  int64_t expected = (p.epoch - 1) * r.steps + p.batch;
+  for (size_t k = 0; k < chunk; ++k) expected += r.chunk_steps[k];
   h.range("progress.done", f(p.done), f(expected), f(expected));
   h.range("progress.all_tokens", f(p.all_tokens), 0, 9e18);
   h.range("progress.epoch_tokens", f(p.epoch_tokens), 0, f(p.all_tokens));
@@ -258,12 +329,17 @@ train_epoch_report epoch_from_json(const nlohmann::json& j, int64_t epochs, bool
   return r;
 }
 
-void save_checkpoint(const std::string& path, const std::string& record, const progress& p,
+// Each task's checkpoints are their own format: one never resumes the other.
+std::string checkpoint_format(text_task task) {
+  return task == text_task::lm ? "attn-lm-training/1" : "attn-masked-word-training/1";
+}
+
+void save_checkpoint(const std::string& path, const std::string& format, const std::string& record, const progress& p,
                      const std::vector<train_epoch_report>& epochs,
                      const std::vector<nn::parameter<float>*>& params, const adamw& optimiser,
                      const std::vector<std::vector<float>>& best_weights) {
   checkpoint c;
-  c.header = {{"format", "attn-masked-word-training/1"}, {"options", record}, {"progress", to_json(p)}};
+  c.header = {{"format", format}, {"options", record}, {"progress", to_json(p)}};
   nlohmann::json reports = nlohmann::json::array();
   for (const train_epoch_report& r : epochs) reports.push_back(epoch_json(r));
   c.header["epochs"] = reports;
@@ -288,14 +364,15 @@ void save_checkpoint(const std::string& path, const std::string& record, const p
 
 // Loads a checkpoint into the run (weights, optimiser, the best weights) and returns where to
 // go on from. An input error when it was made with other data or options.
-progress load_checkpoint(const std::string& path, const std::string& record,
+progress load_checkpoint(const std::string& path, const std::string& format, const std::string& record,
                          std::vector<train_epoch_report>& epochs, const run_shape& run, bool validating,
                          const std::vector<nn::parameter<float>*>& params, adamw& optimiser,
                          std::vector<std::vector<float>>& best_weights) {
   const checkpoint c = checkpoint::load(path);
   const header_reader h(path, "checkpoint field");
-  if (h.text(c.header, "format") != "attn-masked-word-training/1")
-    throw_input(path, "not a masked-word training checkpoint");
+  if (h.text(c.header, "format") != format)
+    throw_input(path, format == checkpoint_format(text_task::lm) ? "not a language-model training checkpoint"
+                                                                 : "not a masked-word training checkpoint");
   if (h.text(c.header, "options") != record)
     throw_input(path, "the checkpoint was made with other data or options (resume with the same command)");
   const progress p = from_json(h.at(c.header, "progress"), h);
@@ -332,18 +409,37 @@ progress load_checkpoint(const std::string& path, const std::string& record,
   return p;
 }
 
-}  // namespace
-
-train_result train_masked_word(const train_options& o, const train_callbacks& cb) {
+// Usage errors for the streaming tasks' own options.
+void check_corpus_options(const train_options& o) {
   check_options(o);
-  if (!(o.mask_share > 0 && o.mask_share < 1))
-    throw_usage(fmt::format("--mask must be in (0, 1), got {}", o.mask_share));
-  if (o.max_length < 2) throw_usage(fmt::format("--max-length must be at least 2, got {}", o.max_length));
-  if (o.max_outputs < 1) throw_usage(fmt::format("--outputs must be at least 1, got {}", o.max_outputs));
-  if (!o.valid.empty()) throw_usage("masked-word holds out its own sequences: --valid is not taken");
+  if (is_lm(o)) {
+    if (o.vocab < 1) throw_usage(fmt::format("--vocab must be at least 1, got {}", o.vocab));
+    if (o.context < 1) throw_usage(fmt::format("--context must be at least 1, got {}", o.context));
+    constexpr int64_t max_context = 1 << 16;
+    if (o.context > max_context)
+      throw_usage(fmt::format("--context {} is past attn's limit of {}", o.context, max_context));
+    if (o.max_tokens < 0) throw_usage(fmt::format("--max-tokens must be ≥ 0, got {}", o.max_tokens));
+    if (!(o.time_limit >= 0) || !std::isfinite(o.time_limit))
+      throw_usage("--time must be a positive duration");
+    if (o.eval_steps < 0) throw_usage(fmt::format("--eval-steps must be ≥ 0, got {}", o.eval_steps));
+    if (o.layers < 1) throw_usage("--task lm needs --layers N (causal Transformer blocks)");
+  } else {
+    if (!(o.mask_share > 0 && o.mask_share < 1))
+      throw_usage(fmt::format("--mask must be in (0, 1), got {}", o.mask_share));
+    if (o.max_length < 2) throw_usage(fmt::format("--max-length must be at least 2, got {}", o.max_length));
+    if (o.max_outputs < 1) throw_usage(fmt::format("--outputs must be at least 1, got {}", o.max_outputs));
+  }
+  if (!o.valid.empty())
+    throw_usage(fmt::format("{} holds out its own sequences: --valid is not taken", task_name(o.task)));
   if (o.checkpoint_steps < 0 || o.stop_after_steps < 0) throw_usage("checkpoint and stop steps must be ≥ 0");
   if (o.resume && o.checkpoint.empty()) throw_usage("--resume needs a checkpoint path");
+}
 
+}  // namespace
+
+train_result train_from_corpus(const train_options& o, const train_callbacks& cb) {
+  check_corpus_options(o);
+  const bool lm = is_lm(o);
   if (!o.checkpoint.empty() && !o.resume && std::filesystem::exists(o.checkpoint) &&
       !checkpoint::is_checkpoint(o.checkpoint))
     throw_input(o.checkpoint, "exists and is not an attn checkpoint; attn will not overwrite it "
@@ -354,14 +450,21 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
   train_result result;
   result.train.source = o.data;
   if (validating)
-    result.valid.source = fmt::format("{} sequences held out from {} (every {}th)", s.valid.size(), o.data, valid_every);
+    result.valid.source = fmt::format("{} {} held out from {} (every {}th)", s.valid.size(),
+                                      lm ? "paragraphs" : "sequences", o.data, valid_every);
 
   text_model_config c = model_config(o);
-  c.pool = pooling::mean;   // not used: the hidden tokens are picked one by one
+  c.pool = pooling::mean;   // not used: each predicting token's own vector is picked
   c.hidden = c.embed_dim;   // the tied output compares with embedding rows
-  if (o.positions) c.max_positions = o.max_length;
+  if (lm) {
+    c.embeddings = embedding_source::stored;  // the vocabulary's own rows, all trained
+    c.embeddings_trained = true;
+    c.max_positions = o.context;
+  } else if (o.positions) {
+    c.max_positions = o.max_length;
+  }
 
-  vocabulary vocab = make_vocabulary(o, s);
+  vocabulary vocab = lm ? make_lm_vocabulary(o, s) : make_vocabulary(o, s);
   if (vocab.outputs.size() == 0) throw_input(o.data, "no word of the corpus has an embedding (nothing to predict)");
   c.new_words = vocab.new_words;
   result.train.new_words = std::max<int64_t>(0, vocab.new_words - vocab.tuned - 1);  // the mask row aside
@@ -376,14 +479,22 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
     result.train.unknown_words += n;
     if (result.train.unknown_examples.size() < 10) result.train.unknown_examples.push_back(w);
   }
+  if (lm) {  // unknown words are read as <unk>, and each paragraph's end is a token too
+    result.train.tokens += result.train.unknown_words + s.train_sequences;
+    if (result.train.tokens == result.train.unknown_words + s.train_sequences)
+      throw_input(o.data, "no word of the vocabulary in the training text");
+  }
   masking m;
   m.share = o.mask_share;
   m.mask_id = vocab.inputs.find(mask_token);
   for (const std::string& w : vocab.outputs.words()) m.output_rows.push_back(vocab.inputs.find(w));
 
-  // The held-out sequences with their hidden words fixed once, from a stream of their own.
+  // The held-out sequences with their hidden words fixed once, from a stream of their own
+  // (masked-word), or the held-out paragraphs' own stream of windows (lm).
   std::vector<masked_sequence> valid;
-  {
+  if (lm) {
+    valid = lm_windows(s.valid, vocab.inputs, o.context, &result.valid);
+  } else {
     rng r(mix(o.seed, 0x76616c6964ULL));
     for (const auto& tokens : s.valid) {
       const word_sequence w = encode(tokens, vocab.inputs, vocab.outputs, result.valid);
@@ -392,8 +503,8 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
       masked_sequence ms = mask_words(w, m, r);
       if (!ms.positions.empty()) valid.push_back(std::move(ms));
     }
-    s.valid.clear();
   }
+  s.valid.clear();
 
   auto model = std::make_unique<text_model::impl>(c, std::move(vocab.inputs), std::move(vocab.outputs));
   nn::network<float>& net = model->net;
@@ -403,15 +514,22 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
   }
 
   const auto batch = static_cast<size_t>(o.batch);
-  const auto chunk_steps = [&](int64_t n) { return (n + o.batch - 1) / o.batch; };
-  const int64_t steps = (s.train_sequences / chunk_sequences) * chunk_steps(chunk_sequences) +
-                        chunk_steps(s.train_sequences % chunk_sequences);
+  const std::vector<int64_t> per_chunk = chunk_steps(o, s, validating);
+  int64_t steps = 0;
+  for (int64_t n : per_chunk) steps += n;
   if (steps == 0) throw_input(o.data, "no sequence to train on");
-  const int64_t min_steps = o.min_steps > 0 ? o.min_steps : default_min_steps;
+  // The budget: epochs (given, or enough for the automatic number of steps), cut short by
+  // --max-tokens (lm; the steps it takes at full windows) and, as the run goes, by --time.
+  const int64_t tokens_per_step = o.batch * o.context;
+  const int64_t token_steps = lm && o.max_tokens > 0 ? (o.max_tokens + tokens_per_step - 1) / tokens_per_step : 0;
+  const int64_t min_steps = o.min_steps > 0 ? o.min_steps
+                            : token_steps > 0 ? token_steps
+                            : lm && o.time_limit > 0 ? steps * max_epochs
+                            : lm ? default_lm_min_steps : default_min_steps;
   const int64_t epochs = o.epochs > 0 ? o.epochs : std::clamp<int64_t>((min_steps + steps - 1) / steps, 1, max_epochs);
   result.planned_epochs = epochs;
   model->training = training_record(o, epochs);
-  const int64_t total = steps * epochs;
+  const int64_t total = token_steps > 0 ? std::min(token_steps, steps * epochs) : steps * epochs;
   const int64_t warmup = std::max<int64_t>(1, std::llround(o.warmup * static_cast<double>(total)));
   const std::vector<nn::parameter<float>*> params = net.parameters();
   adamw optimiser(params, {.weight_decay = o.weight_decay});
@@ -426,11 +544,12 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
   if (c.norm_first) fingerprint_fields["norm_first"] = true;  // absent before pre-norm existed
   const std::string fingerprint =
       fingerprint_fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string format = checkpoint_format(o.task);
   progress p;
   if (o.resume) {
-    const run_shape run{.epochs = epochs, .steps = steps, .batch = o.batch, .sequences = s.sequences,
-                        .train_sequences = s.train_sequences, .corpus_bytes = s.bytes};
-    p = load_checkpoint(o.checkpoint, fingerprint, result.epochs, run, validating, params,
+    const run_shape run{.epochs = epochs, .steps = steps, .chunk_steps = per_chunk,
+                        .sequences = s.sequences, .corpus_bytes = s.bytes};
+    p = load_checkpoint(o.checkpoint, format, fingerprint, result.epochs, run, validating, params,
                         optimiser, best_weights);
     result.resumed_at = p.done;
     result.checkpoint_written = true;  // the run goes on in that file: it is the run's own
@@ -439,45 +558,77 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
 
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
+  const double seconds_before = p.seconds;  // a resumed run's time budget goes on from here
   const auto seconds_since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
-  const int64_t first_done = p.done;
+  const auto run_seconds = [&] { return seconds_before + seconds_since(start); };
+  const int64_t first_done = p.done, first_tokens = p.all_tokens;
   const auto stop_here = [&]() -> bool {
     const bool asked = cb.stop != nullptr && cb.stop->load();
     return asked || (o.stop_after_steps > 0 && p.done >= o.stop_after_steps);
   };
-  corpus_reader reader(o.data, o.max_length);
+  // Whether a budget other than the epochs is spent (then the epoch in progress is the last).
+  const auto budget_spent = [&]() -> std::string {
+    if (p.done >= total) return o.max_tokens > 0 && token_steps <= steps * epochs ? "--max-tokens" : "";
+    if (lm && o.time_limit > 0 && run_seconds() >= o.time_limit) return "--time";
+    return "";
+  };
+  // The learning rate's schedule by steps, or, with a time budget, by the share of it spent.
+  const auto schedule_step = [&]() -> int64_t {
+    if (!(lm && o.time_limit > 0)) return p.done;
+    const double share = std::min(1.0, run_seconds() / o.time_limit);
+    return std::max<int64_t>(p.done, std::llround(share * static_cast<double>(total)));
+  };
+  const auto score_valid = [&] {
+    optimiser.flush();  // bring deferred rows up to date
+    return score(net, valid);
+  };
+  corpus_reader reader = open_corpus(o);
   std::vector<std::string> tokens;
   auto epoch_start = clock::now();
   double epoch_train_seconds = 0;
-  for (; p.epoch <= epochs; ++p.epoch) {
+  bool last_epoch = false;
+  for (; p.epoch <= epochs && !last_epoch; ++p.epoch) {
     const int64_t epoch = p.epoch;
     for (;; ++p.chunk, p.batch = 0) {
       // The chunk: the next chunk_sequences training sequences, shuffled by their own stream.
       if (p.chunk == 0 && p.batch == 0) p.chunk_start = {};
+      if (p.chunk >= static_cast<int64_t>(per_chunk.size())) break;
       reader.seek(p.chunk_start);
-      std::vector<word_sequence> chunk;
+      std::vector<word_sequence> chunk;            // masked-word: sentences, masked per step
+      std::vector<std::vector<std::string>> text;  // lm: paragraphs, cut into windows
       int64_t read = 0;
       while (read < chunk_sequences) {
         const int64_t i = reader.position().sequence;
         if (!reader.next(tokens)) break;
         if (held_out(i, validating)) continue;
         ++read;
+        if (lm) {
+          text.push_back(std::move(tokens));
+          continue;
+        }
         data_summary unused;  // the survey counted the corpus already
         chunk.push_back(encode(tokens, model->inputs, model->outputs, unused));
       }
       if (read == 0) break;
+      std::vector<masked_sequence> windows = lm ? lm_windows(text, model->inputs, o.context, nullptr)
+                                                : std::vector<masked_sequence>{};
+      text.clear();
       const corpus_position next_chunk = reader.position();
       rng shuffle(mix(mix(o.seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(p.chunk)));
-      shuffle.shuffle(chunk);
-      const auto chunk_batches = static_cast<int64_t>((chunk.size() + batch - 1) / batch);
+      if (lm) shuffle.shuffle(windows);
+      else shuffle.shuffle(chunk);
+      const size_t items = lm ? windows.size() : chunk.size();
+      const auto chunk_batches = static_cast<int64_t>((items + batch - 1) / batch);
       const auto t0 = clock::now();
       for (; p.batch < chunk_batches; ++p.batch) {
         if (stop_here()) {
+          p.seconds = run_seconds();
           if (!o.checkpoint.empty())
-            save_checkpoint(o.checkpoint, fingerprint, p, result.epochs, params, optimiser, best_weights);
+            save_checkpoint(o.checkpoint, format, fingerprint, p, result.epochs, params, optimiser, best_weights);
           result.checkpoint_written = !o.checkpoint.empty() || result.checkpoint_written;
           result.checkpoint = o.checkpoint;
           result.stopped = true;
+          result.trained_tokens = p.all_tokens;
           optimiser.flush();
           result.model = text_model(std::move(model));
           return result;
@@ -485,10 +636,10 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
         // This step's masks and dropout, from the step's number.
         rng r(mix(o.seed ^ 0x6d61736bULL, static_cast<uint64_t>(p.done)));
         std::vector<masked_sequence> masked;
-        for (size_t k = static_cast<size_t>(p.batch) * batch; k < std::min(chunk.size(), static_cast<size_t>(p.batch + 1) * batch); ++k)
-          masked.push_back(mask_words(chunk[k], m, r));
         std::vector<const masked_sequence*> group;
-        for (const masked_sequence& ms : masked) group.push_back(&ms);
+        const size_t first = static_cast<size_t>(p.batch) * batch, end = std::min(items, first + batch);
+        for (size_t k = first; k < end && !lm; ++k) masked.push_back(mask_words(chunk[k], m, r));
+        for (size_t k = first; k < end; ++k) group.push_back(lm ? &windows[k] : &masked[k - first]);
         const nn::batch b = make_masked_batch(group);
         if (!b.rows.empty()) {
           net.zero_grad();
@@ -500,7 +651,7 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
           p.rows_sum += static_cast<int64_t>(b.rows.size());
         }
         // Every step counts, even one with nothing to predict, so the schedule stays fixed.
-        const double lr = learning_rate(p.done, total, warmup, o.lr);
+        const double lr = learning_rate(schedule_step(), total, warmup, o.lr);
         optimiser.step(lr);
         ++p.done;
         p.epoch_tokens += b.tokens();
@@ -508,40 +659,54 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
         if (cb.on_step) {
           const double elapsed = seconds_since(start);
           const auto here = static_cast<double>(p.done - first_done);
+          double eta = here > 0 ? elapsed / here * static_cast<double>(total - p.done) : 0.0;
+          if (lm && o.time_limit > 0) eta = std::min(eta, std::max(0.0, o.time_limit - run_seconds()));
           int64_t in_epoch = p.done - (epoch - 1) * steps;
           cb.on_step({epoch, epochs, in_epoch, steps, p.loss_sum / static_cast<double>(std::max<int64_t>(p.rows_sum, 1)), lr,
-                      elapsed > 0 ? static_cast<double>(p.all_tokens) / elapsed : 0.0,
-                      here > 0 ? elapsed / here * static_cast<double>(total - p.done) : 0.0});
+                      elapsed > 0 ? static_cast<double>(p.all_tokens - first_tokens) / elapsed : 0.0, eta});
         }
         if (o.checkpoint_steps > 0 && p.done % o.checkpoint_steps == 0 && !o.checkpoint.empty()) {
           progress at = p;
           ++at.batch;  // this batch is done
-          save_checkpoint(o.checkpoint, fingerprint, at, result.epochs, params, optimiser, best_weights);
+          at.seconds = run_seconds();
+          save_checkpoint(o.checkpoint, format, fingerprint, at, result.epochs, params, optimiser, best_weights);
           result.checkpoint_written = true;
+        }
+        if (lm && o.eval_steps > 0 && p.done % o.eval_steps == 0 && validating && cb.on_eval) {
+          const scored_examples sc = score_valid();
+          cb.on_eval({p.done, total, p.all_tokens, sc.loss, sc.accuracy});
+        }
+        result.budget_end = budget_spent();
+        if (!result.budget_end.empty() || p.done >= total) {
+          last_epoch = true;
+          ++p.batch;
+          break;
         }
       }
       epoch_train_seconds += seconds_since(t0);
+      if (last_epoch) break;
       p.chunk_start = next_chunk;
     }
     // The epoch's end: bring deferred rows up to date, score, keep the best.
-    optimiser.flush();
     train_epoch_report r;
     r.epoch = epoch;
     r.epochs = epochs;
     r.loss = p.loss_sum / static_cast<double>(std::max<int64_t>(p.rows_sum, 1));
     r.on_validation = validating;
-    const scored_examples sc = validating ? score(net, valid) : scored_examples{};
+    const scored_examples sc = validating ? score_valid() : scored_examples{};
+    optimiser.flush();
     r.accuracy = sc.accuracy;
     r.eval_loss = sc.loss;
     r.n = sc.n;
     r.seconds = seconds_since(epoch_start);
     r.tokens_per_second = epoch_train_seconds > 0 ? static_cast<double>(p.epoch_tokens) / epoch_train_seconds : 0.0;
-    r.best = !validating || better(sc, p.best);
+    // The language model keeps the lowest held-out loss; masked-word the best accuracy.
+    r.best = !validating || (lm ? p.best.n == 0 || sc.loss < p.best.loss : better(sc, p.best));
     if (r.best) {
       p.best = sc;
       p.best_epoch = epoch;
       // Kept apart unless it is the last epoch (then the weights in place are the best).
-      p.best_saved = validating && epoch < epochs;
+      p.best_saved = validating && epoch < epochs && !last_epoch;
       best_weights = p.best_saved ? snapshot(params) : std::vector<std::vector<float>>{};
     }
     result.best_epoch = p.best_epoch;
@@ -554,12 +719,13 @@ train_result train_masked_word(const train_options& o, const train_callbacks& cb
     p.batch = 0;
     epoch_start = clock::now();
     epoch_train_seconds = 0;
-    if (validating && epoch - p.best_epoch >= o.patience && epoch < epochs) {
+    if (validating && epoch - p.best_epoch >= o.patience && epoch < epochs && !last_epoch) {
       result.stopped_early = true;
       break;
     }
   }
   if (p.best_saved && result.best_epoch != result.epochs.back().epoch) restore(params, best_weights);
+  result.trained_tokens = p.all_tokens;
   result.model = text_model(std::move(model));
   return result;
 }
