@@ -70,13 +70,19 @@ std::vector<subcommand> standard_subcommands() {
        "attn vectors convert IN OUT [--top N] [--dtype f32|f16] | attn vectors info PATH",
        add_vectors_command},
       {"train",
-       "attn train --task next-word|classify|masked-word --data FILE [--valid FILE] [--vectors "
+       "attn train --task next-word|classify|masked-word|lm --data FILE [--valid FILE] [--vectors "
        "PATH | --learn-embeddings DIM] [--frozen-embeddings] [--min-count N] [--layers N] "
        "[--pool max|mean|mean+max|attention] [--dropout P] [--heads H] [--epochs N] "
-       "[--patience N] [--lr X] [--batch N] [--shards N] [--seed S] [--mask P] [--resume] -o MODEL.safetensors",
+       "[--patience N] [--lr X] [--batch N] [--shards N] [--seed S] [--mask P] [--vocab N] "
+       "[--context T] [--max-tokens N] [--time 30m] [--resume] -o MODEL.safetensors",
        add_train_command},
       {"predict", "attn predict --model MODEL [--top K] TEXT", add_predict_command},
       {"eval", "attn eval --model MODEL --data FILE", add_eval_command},
+      {"generate",
+       "attn generate [--model MODEL] [--max-words N] [--temperature T] [--top-k K] [--top-p P] "
+       "[--seed S] [PROMPT]",
+       add_generate_command},
+      {"tokenize", "attn tokenize [--model MODEL] [--data FILE | TEXT]", add_tokenize_command},
   };
 }
 

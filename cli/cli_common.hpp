@@ -60,6 +60,8 @@ void add_sdpa_command(CLI::App& app);
 void add_vectors_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_predict_command(CLI::App& app);
+void add_generate_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 
 }  // namespace attn::cli

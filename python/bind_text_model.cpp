@@ -75,6 +75,15 @@ py::dict evaluate(const text_model& m, const std::filesystem::path& path) {
     e = m.evaluate(path.string());
   }
   py::dict out;
+  if (m.config().task == text_task::lm) {  // as attn eval prints it
+    out["perplexity"] = e.perplexity;
+    out["loss"] = e.loss;
+    out["tokens"] = e.n;
+    out["unknown_share"] = e.unknown_share;
+    out["accuracy"] = e.accuracy;
+    out["lines"] = e.lines;
+    return out;
+  }
   out["accuracy"] = e.accuracy;
   out["loss"] = e.loss;
   out["n"] = e.n;
@@ -118,6 +127,30 @@ void bind_text_model(py::module_& m) {
       .def("evaluate", &evaluate, "path"_a,
            "Accuracy, mean cross-entropy and the number of predictions scored over a data file "
            "in the task's format: {'accuracy', 'loss', 'n'}.")
+      .def(
+          "generate",
+          [](const text_model& self, const std::string& prompt, int64_t max_words, double temperature,
+             int64_t top_k, double top_p, uint64_t seed) {
+            generation_options o;
+            o.max_words = max_words;
+            o.temperature = temperature;
+            o.top_k = top_k;
+            o.top_p = top_p;
+            o.seed = seed;
+            generation g;
+            {
+              py::gil_scoped_release release;
+              g = self.generate(prompt, o);
+            }
+            if (!g.unknown.empty())
+              user_warning(fmt::format("prompt words read as <unk>: {}", fmt::join(g.unknown, ", ")));
+            return g.text;
+          },
+          "prompt"_a = "", py::kw_only(), "max_words"_a = 100, "temperature"_a = 1.0, "top_k"_a = 0,
+          "top_p"_a = 1.0, "seed"_a = 0,
+          "A language model (task 'lm') continues the prompt: the continuation as readable text, "
+          "as attn generate writes it after the prompt. temperature 0 is greedy; the same seed "
+          "gives the same words. Stops at the end of the paragraph or after max_words tokens.")
       .def_property_readonly("labels", &text_model::outputs,
                              "The output words (next-word) or labels (classify), in class order.")
       .def_property_readonly("task", [](const text_model& self) { return task_name(self.config().task); })

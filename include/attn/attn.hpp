@@ -7,6 +7,7 @@
 //   // e.steps.context: the contextual embeddings [N, 100].
 #pragma once
 
+#include "attn/detokenize.hpp"
 #include "attn/embed.hpp"
 #include "attn/error.hpp"
 #include "attn/heatmap.hpp"
@@ -21,6 +22,7 @@
 #include "attn/self_attention.hpp"
 #include "attn/temporary_files.hpp"
 #include "attn/tensor.hpp"
+#include "attn/text_file.hpp"
 #include "attn/text_model.hpp"
 #include "attn/tokenizer.hpp"
 #include "attn/train.hpp"

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -109,6 +110,27 @@ struct evaluation {
   int64_t scored = 0;            // of those, the ones the model could score (the loss's)
   int64_t unknown_words = 0;     // words without an embedding
   int64_t skipped = 0;           // n − scored: counted as wrong
+  // A language model: every token of the text is predicted (each paragraph's end token too,
+  // unknown words as <unk>), in windows of the model's context: n = scored = tokens.
+  double perplexity = 0;         // e^loss
+  double unknown_share = 0;      // of the tokens, the unknown ones
+};
+
+// How a language model (--task lm) continues a text.
+struct generation_options {
+  int64_t max_words = 100;  // tokens to make at most (punctuation counts); the end token stops sooner
+  double temperature = 1.0;  // 0: always the most likely token (greedy, deterministic)
+  int64_t top_k = 0;         // sample among the k most likely tokens only (0: all)
+  double top_p = 1.0;        // … and among the fewest whose probabilities reach p (nucleus)
+  uint64_t seed = 0;         // the same seed, prompt and options give the same words
+};
+
+struct generation {
+  std::vector<std::string> prompt;   // the prompt's tokens as the model read them (<unk> for unknown)
+  std::vector<std::string> unknown;  // prompt words outside the vocabulary
+  std::vector<std::string> tokens;   // made (the end token not included)
+  bool ended = false;                // stopped at the end-of-paragraph token
+  std::string text;                  // the tokens as readable text (attn/detokenize.hpp)
 };
 
 class text_model {
@@ -118,8 +140,9 @@ class text_model {
   text_model(text_model&&) noexcept;
   text_model& operator=(text_model&&) noexcept;
 
-  // The model file at path; "builtin" is the built-in context model (builtin(): a file of that
-  // name is reached as "./builtin").
+  // The model file at path; "builtin" is the built-in context model (builtin()), "builtin-lm"
+  // the built-in language model (builtin_lm()); files of those names are reached as
+  // "./builtin" and "./builtin-lm".
   static text_model load(const std::string& path);
   // The built-in context model, embedded in the library: masked-word attention trained on
   // WikiText-2 over the default vectors, for contextual embeddings (embed, neighbors, heatmap).
@@ -155,6 +178,16 @@ class text_model {
   bool knows(std::string_view token) const;
   // Accuracy and mean cross-entropy over a data file in the task's format.
   evaluation evaluate(const std::string& path) const;
+
+  // A language model continues the prompt (or, empty, starts a paragraph) one token at a time
+  // with a key-value cache (nn/causal_decoder.hpp). The unknown token is never chosen. Past the
+  // model's context, the cache restarts from the latest half of it (learned positions cannot
+  // slide). on_text, when given, receives each token's text as it is made. Other tasks: a
+  // usage error.
+  generation generate(std::string_view prompt, const generation_options& options,
+                      const std::function<void(const std::string&)>& on_text = {}) const;
+  // The built-in language model: --task lm trained on English Wikipedia (data/NOTICE.md).
+  static text_model builtin_lm();
 
   struct impl;
   explicit text_model(std::unique_ptr<impl> p);

@@ -134,6 +134,8 @@ class network {
   explicit network(const network_shape& shape, std::vector<int64_t> output_rows = {});
 
   const network_shape& shape() const { return shape_; }
+  // Tied output: each class's embedding row.
+  const std::vector<int64_t>& output_rows() const { return output_rows_; }
   // Every parameter in a fixed order (the new words' and positional tables only when present).
   std::vector<parameter<T>*> parameters();
   std::vector<const parameter<T>*> parameters() const;

@@ -7,6 +7,8 @@
 
 extern "C" __attribute__((visibility("hidden"))) const unsigned char attn_builtin_model_begin[];
 extern "C" __attribute__((visibility("hidden"))) const unsigned char attn_builtin_model_end[];
+extern "C" __attribute__((visibility("hidden"))) const unsigned char attn_builtin_lm_begin[];
+extern "C" __attribute__((visibility("hidden"))) const unsigned char attn_builtin_lm_end[];
 
 namespace attn {
 
@@ -14,6 +16,12 @@ text_model text_model::builtin() {
   const std::string bytes(reinterpret_cast<const char*>(attn_builtin_model_begin),
                           static_cast<size_t>(attn_builtin_model_end - attn_builtin_model_begin));
   return decode(bytes, "<builtin>");
+}
+
+text_model text_model::builtin_lm() {
+  const std::string bytes(reinterpret_cast<const char*>(attn_builtin_lm_begin),
+                          static_cast<size_t>(attn_builtin_lm_end - attn_builtin_lm_begin));
+  return decode(bytes, "<builtin-lm>");
 }
 
 }  // namespace attn

@@ -5,6 +5,7 @@
 
 #include "attn/error.hpp"
 #include "attn/tokenizer.hpp"
+#include "train/lm_stream.hpp"
 
 namespace attn::train {
 
@@ -30,7 +31,33 @@ std::vector<std::string> tokenize_with_masks(std::string_view text) {
 
 }  // namespace
 
+// A language model reads every token (an unknown word as <unk>) after the end token that
+// starts a text, the last max_positions of them; the row is the last token's.
+model_input read_lm_input(const text_model::impl& m, std::string_view text) {
+  model_input in;
+  const std::vector<std::string> tokens = tokenize(text);
+  std::vector<int64_t> ids{m.inputs.find(end_token)};
+  in.tokens.push_back(end_token);
+  for (const std::string& t : tokens) {
+    const int64_t id = m.inputs.find(t);
+    if (id < 0) in.unknown.push_back(t);
+    ids.push_back(id < 0 ? m.inputs.find(unknown_token) : id);
+    in.tokens.push_back(id < 0 ? unknown_token : t);
+  }
+  const auto keep = static_cast<size_t>(std::min<int64_t>(m.config.max_positions, static_cast<int64_t>(ids.size())));
+  ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(keep));
+  in.tokens.erase(in.tokens.begin(), in.tokens.end() - static_cast<std::ptrdiff_t>(keep));
+  in.encoded.inputs = ids;
+  in.batch.size = 1;
+  in.batch.length = static_cast<int64_t>(ids.size());
+  in.batch.ids = ids;
+  in.batch.lengths = {in.batch.length};
+  in.batch.rows = {{0, in.batch.length}};
+  return in;
+}
+
 model_input read_input(const text_model::impl& m, std::string_view text) {
+  if (m.config.task == text_task::lm) return read_lm_input(m, text);
   model_input in;
   text_example example;
   const bool masked = m.config.task == text_task::masked_word;

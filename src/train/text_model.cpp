@@ -15,6 +15,7 @@
 #include "io/json_fields.hpp"
 #include "io/read_file.hpp"
 #include "nn/cross_entropy.hpp"
+#include "train/lm_evaluate.hpp"
 #include "train/model_input.hpp"
 #include "train/text_model_impl.hpp"
 
@@ -111,6 +112,7 @@ std::string text_model::encode() const {
 
 text_model text_model::load(const std::string& path) {
   if (path == "builtin") return builtin();
+  if (path == "builtin-lm") return builtin_lm();
   return decode(read_file(path), path);
 }
 
@@ -296,6 +298,7 @@ attention_map text_model::attention(std::string_view text) const {
 
 evaluation text_model::evaluate(const std::string& path) const {
   const impl& m = *impl_;
+  if (m.config.task == text_task::lm) return train::evaluate_lm(m, path);
   if (m.config.task == text_task::masked_word)
     throw_usage("a masked-word model is scored while it trains (the held-out sequences' "
                 "masked-word accuracy) and by bench/wic, not by eval");

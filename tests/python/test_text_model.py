@@ -14,6 +14,7 @@ import pytest
 attn = pytest.importorskip("attn")
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data")
+ATTN = os.environ.get("ATTN_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin", "attn")
 WORDS = ["the", "movie", "was", "not", "good", "bad", "never", "."]
 # float32 through ~5 rounding steps of short sums (≤ 12 terms): relative error near 1e-6.
 RTOL = 1e-5
@@ -265,3 +266,23 @@ def test_the_builtin_context_model_reads_each_place_with_its_word_hidden():
     _, other = m.embed("he sat on the shore of the river")
     assert np.array_equal(rows[4], other[4])
     assert not np.allclose(rows[5], other[5])
+
+
+def test_a_language_model_generates_and_reports_perplexity(tmp_path):
+    """TextModel.generate on a language model trained by the attn CLI: greedy is deterministic,
+    a seed repeats, and evaluate gives the perplexity attn eval prints."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"the cat sat on the mat {i % 3}. the dog ran.\n" for i in range(60)))
+    out = tmp_path / "lm.safetensors"
+    r = subprocess.run([ATTN, "train", "--task", "lm", "--data", str(corpus), "--layers", "1", "--context", "16",
+                        "--epochs", "2", "--threads", "1", "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    m = attn.TextModel.load(out)
+    assert m.task == "lm"
+    greedy = m.generate("the cat", max_words=8, temperature=0)
+    assert greedy == m.generate("the cat", max_words=8, temperature=0) and greedy.startswith(" ")
+    assert m.generate(max_words=10, seed=4) == m.generate(max_words=10, seed=4)
+    e = m.evaluate(corpus)
+    assert set(e) >= {"perplexity", "loss", "tokens", "unknown_share"}
+    with pytest.raises(attn.UsageError):
+        m.generate("the cat", top_p=0)

@@ -1,0 +1,64 @@
+// attn tokenize: a text as a model reads it: its tokens, one paragraph a line. A language model
+// shows unknown words as <unk> and ends each paragraph with <eos>, as it trains and scores.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "attn/error.hpp"
+#include "attn/text_file.hpp"
+#include "attn/text_model.hpp"
+#include "attn/tokenizer.hpp"
+#include "cli_common.hpp"
+#include "file_roles.hpp"
+#include "staged_output.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+struct tokenize_args {
+  std::string model = "builtin-lm", data, output = "-";
+  std::vector<std::string> text;
+};
+
+std::string line_of_tokens(const text_model& model, const std::string& paragraph) {
+  const bool lm = model.config().task == text_task::lm;
+  std::string out;
+  for (const std::string& t : tokenize(paragraph))
+    out += (out.empty() ? "" : " ") + (model.knows(t) ? t : std::string("<unk>"));
+  if (lm) out += out.empty() ? "<eos>" : " <eos>";
+  return out + "\n";
+}
+
+void run(const tokenize_args& args) {
+  const text_model model = text_model::load(args.model);
+  if (!args.data.empty() && !args.text.empty()) throw_usage("give --data FILE or TEXT, not both");
+  staged_output out(args.output);
+  if (!args.data.empty()) {
+    for_each_line(args.data, [&](const std::string& line) {  // plain, .xz or .gz
+      if (line.find_first_not_of(" \t\r") != std::string::npos) out.write(line_of_tokens(model, line));
+    });
+  } else {
+    out.write(line_of_tokens(model, read_text(args.text)));
+  }
+  out.commit();
+}
+
+}  // namespace
+
+void add_tokenize_command(CLI::App& app) {
+  auto args = std::make_shared<tokenize_args>();
+  CLI::App* sub = app.add_subcommand(
+      "tokenize", "A text as a model reads it: its tokens, one paragraph a line (a language "
+                  "model: unknown words as <unk>, each paragraph ended by <eos>)");
+  reads(sub->add_option("--model", args->model, "Model (default: builtin-lm)"));
+  reads(sub->add_option("--data", args->data, "Text file, one paragraph a line (.xz and .gz read directly)"));
+  writes(sub->add_option("-o,--output", args->output, "Output file (default: standard output)"));
+  sub->add_option("text", args->text, "Text (standard input when absent or -)");
+  sub->callback([args, sub] {
+    check_file_roles(*sub);
+    run(*args);
+  });
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,97 @@
+#include "nn/causal_decoder.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "attn/error.hpp"
+#include "nn/embedding.hpp"
+#include "nn/layer_norm.hpp"
+#include "nn/linear_layer.hpp"
+
+namespace attn::nn {
+
+causal_decoder::causal_decoder(const network<float>& net) : net_(net) {
+  const network_shape& s = net.shape();
+  if (!s.causal || !s.tied_output || !s.norm_first || s.layers < 1 || s.window > 0 || s.positions < 1)
+    throw_usage("generation needs a language model (train one with --task lm)");
+  const std::vector<int64_t>& rows = net.output_rows();
+  output_table_.resize(static_cast<size_t>(s.classes * s.embed));
+  embedding_forward(rows.data(), net.embedding.value.data(), s.vocabulary, net.new_words.value.data(),
+                    output_table_.data(), s.classes, s.embed);
+  keys_.assign(static_cast<size_t>(s.layers), std::vector<float>(static_cast<size_t>(s.positions * s.width)));
+  values_ = keys_;
+  const auto e = static_cast<size_t>(s.width);
+  for (auto* v : {&x_, &normed_, &q_, &k_, &v_, &merged_, &attended_, &hidden_})
+    v->resize(e);
+  pre_.resize(static_cast<size_t>(std::max(s.feedforward, s.hidden)));
+  scores_.resize(static_cast<size_t>(s.positions));
+  mean_.resize(1);
+  rstd_.resize(1);
+  logits_.resize(static_cast<size_t>(s.classes));
+}
+
+const std::vector<float>& causal_decoder::step(int64_t id) {
+  const network_shape& s = net_.shape();
+  if (length_ >= s.positions)
+    throw_usage("the decoder's cache is full: the model has no position past its context");
+  const int64_t t = length_, e = s.width, d = s.width / s.heads;
+  // x = embedding[id] + position[t]
+  embedding_forward(&id, net_.embedding.value.data(), s.vocabulary, net_.new_words.value.data(),
+                    x_.data(), 1, s.embed);
+  for (int64_t j = 0; j < e; ++j) x_[static_cast<size_t>(j)] += net_.position.value[static_cast<size_t>(t * e + j)];
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  for (size_t layer = 0; layer < net_.layers.size(); ++layer) {
+    const encoder_parameters<float>& p = net_.layers[layer];
+    const attention_parameters<float>& a = p.attention;
+    // x += attention(LayerNorm₁(x)), the query at t against the keys of 0 … t
+    layer_norm_forward(x_.data(), p.norm1_weight.value.data(), p.norm1_bias.value.data(), normed_.data(),
+                       mean_.data(), rstd_.data(), int64_t{1}, e);
+    linear_forward(normed_.data(), a.wq.value.data(), a.bq.value.data(), q_.data(), int64_t{1}, e, e);
+    float* keys = keys_[layer].data();
+    float* values = values_[layer].data();
+    linear_forward(normed_.data(), a.wk.value.data(), a.bk.value.data(), keys + t * e, int64_t{1}, e, e);
+    linear_forward(normed_.data(), a.wv.value.data(), a.bv.value.data(), values + t * e, int64_t{1}, e, e);
+    for (int64_t h = 0; h < s.heads; ++h) {
+      const float* q = q_.data() + h * d;
+      double top = -INFINITY;
+      for (int64_t j = 0; j <= t; ++j) {
+        const float* k = keys + j * e + h * d;
+        double dot = 0;
+        for (int64_t c = 0; c < d; ++c) dot += static_cast<double>(q[c]) * k[c];
+        scores_[static_cast<size_t>(j)] = static_cast<float>(dot * scale);
+        top = std::max(top, dot * scale);
+      }
+      double sum = 0;
+      std::vector<double> out(static_cast<size_t>(d), 0.0);
+      for (int64_t j = 0; j <= t; ++j) {
+        const double w = std::exp(static_cast<double>(scores_[static_cast<size_t>(j)]) - top);
+        sum += w;
+        const float* v = values + j * e + h * d;
+        for (int64_t c = 0; c < d; ++c) out[static_cast<size_t>(c)] += w * v[c];
+      }
+      for (int64_t c = 0; c < d; ++c) merged_[static_cast<size_t>(h * d + c)] = static_cast<float>(out[static_cast<size_t>(c)] / sum);
+    }
+    linear_forward(merged_.data(), a.wo.value.data(), a.bo.value.data(), attended_.data(), int64_t{1}, e, e);
+    for (int64_t j = 0; j < e; ++j) x_[static_cast<size_t>(j)] += attended_[static_cast<size_t>(j)];
+    // x += W₂·relu(W₁·LayerNorm₂(x) + b₁) + b₂
+    layer_norm_forward(x_.data(), p.norm2_weight.value.data(), p.norm2_bias.value.data(), normed_.data(),
+                       mean_.data(), rstd_.data(), int64_t{1}, e);
+    linear_forward(normed_.data(), p.linear1_weight.value.data(), p.linear1_bias.value.data(), pre_.data(),
+                   int64_t{1}, e, s.feedforward);
+    relu_forward(pre_.data(), pre_.data(), s.feedforward);
+    linear_forward(pre_.data(), p.linear2_weight.value.data(), p.linear2_bias.value.data(), attended_.data(),
+                   int64_t{1}, s.feedforward, e);
+    for (int64_t j = 0; j < e; ++j) x_[static_cast<size_t>(j)] += attended_[static_cast<size_t>(j)];
+  }
+  // logits = (LayerNorm_f(x)·W₁ᵀ + b₁)·tableᵀ + b₂
+  layer_norm_forward(x_.data(), net_.final_norm_weight.value.data(), net_.final_norm_bias.value.data(),
+                     normed_.data(), mean_.data(), rstd_.data(), int64_t{1}, e);
+  linear_forward(normed_.data(), net_.w1.value.data(), net_.b1.value.data(), hidden_.data(), int64_t{1}, e,
+                 s.hidden);
+  linear_forward(hidden_.data(), output_table_.data(), net_.b2.value.data(), logits_.data(), int64_t{1},
+                 s.hidden, s.classes);
+  ++length_;
+  return logits_;
+}
+
+}  // namespace attn::nn

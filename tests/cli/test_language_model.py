@@ -1,0 +1,193 @@
+"""attn train --task lm, generate, eval and tokenize on a language model (issue #28): the loss
+falls and held-out perplexity is reported; seed 003's toy is learned; a resumed run writes the
+uninterrupted file; an .xz corpus gives the plain file's model; generation is deterministic at
+temperature 0 and repeats with a seed; bad input is one clear error, nothing written."""
+import json
+import lzma
+import os
+import random
+import struct
+
+import pytest
+
+from conftest import ATTN, one_error_line, run_attn
+
+DATA = os.environ.get("ATTN_TEST_DATA") or os.path.join(os.path.dirname(__file__), "..", "data")
+TOY = os.path.join(DATA, "seed003_toy.txt")
+
+SUBJECTS = ["the cat", "the dog", "a bird", "the farmer", "my neighbour", "the child"]
+VERBS = ["sat on", "looked at", "walked to", "slept near", "ran past"]
+PLACES = ["the mat", "the river bank", "the old barn", "the garden", "the window", "the road"]
+
+
+def corpus_text(paragraphs=300, seed=0):
+    r = random.Random(seed)
+    return "".join(f"{r.choice(SUBJECTS)} {r.choice(VERBS)} {r.choice(PLACES)}. "
+                   f"Then {r.choice(SUBJECTS)} {r.choice(VERBS)} {r.choice(PLACES)}!\n" for _ in range(paragraphs))
+
+
+SMALL = ["--layers", "1", "--context", "16", "--batch", "8", "--epochs", "3", "--seed", "1", "--threads", "1"]
+
+
+def train(data, out, *extra):
+    return run_attn("train", "--task", "lm", "--data", data, "-o", out, *SMALL, *extra)
+
+
+def tensors(path):
+    """The tensors (name → bytes) and metadata of a safetensors file, less the training record."""
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    head = json.loads(b[8:8 + n])
+    meta = head.pop("__metadata__", {})
+    meta.pop("training", None)
+    data = b[8 + n:]
+    return meta, {k: data[v["data_offsets"][0]:v["data_offsets"][1]] for k, v in head.items()}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    if not os.path.exists(ATTN):
+        pytest.fail(f"attn binary not found at {ATTN} (build first, or set ATTN_BIN)")
+    path = tmp_path_factory.mktemp("lm") / "corpus.txt"
+    path.write_text(corpus_text())
+    return path
+
+
+@pytest.fixture(scope="module")
+def model(corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("lm-model") / "lm.safetensors"
+    r = train(corpus, out)
+    assert r.code == 0, r.err
+    return out, r.err
+
+
+def test_the_loss_falls_and_held_out_perplexity_is_reported(model):
+    out, err = model
+    epochs = [l for l in err.splitlines() if l.startswith("epoch ")]
+    assert len(epochs) == 3, err
+    losses = [float(l.split("loss")[1].split()[0]) for l in epochs]
+    assert losses[-1] < 0.7 * losses[0], losses
+    perplexities = [float(l.split("perplexity")[1].split()[0]) for l in epochs]
+    assert perplexities[-1] < 10, perplexities  # a template corpus: few choices at each place
+    assert "held out" in err and "outside the vocabulary" in err
+    assert not os.path.exists(str(out) + ".checkpoint")
+
+
+def test_seed_003_toy_is_learned_by_the_language_model_too(tmp_path):
+    # Each line is three words and its end: a context of 4 makes every window one line.
+    out = tmp_path / "toy.safetensors"
+    r = run_attn("train", "--task", "lm", "--data", TOY, "--context", "4", "-o", out, "--threads", "1")
+    assert r.code == 0, r.err
+    for prompt, word in [("not like", "hate"), ("do like", "like"), ("not hate", "like"), ("do hate", "hate")]:
+        p = run_attn("predict", "--model", out, "--top", "0", prompt)
+        assert p.code == 0 and p.out.strip() == word, (prompt, p.out, p.err)
+    # --task next-word with no options is unchanged: "hate" after "not like".
+    nw = tmp_path / "nw.safetensors"
+    assert run_attn("train", "--task", "next-word", "--data", TOY, "-o", nw).code == 0
+    assert run_attn("predict", "--model", nw, "--top", "0", "not like").out.strip() == "hate"
+
+
+def test_a_resumed_run_writes_the_uninterrupted_file(corpus, tmp_path):
+    full, part = tmp_path / "full.safetensors", tmp_path / "part.safetensors"
+    assert train(corpus, full).code == 0
+    r = train(corpus, part, "--stop-after-steps", "7")
+    assert r.code == 0 and not part.exists(), r.err
+    assert os.path.exists(str(part) + ".checkpoint")
+    r = train(corpus, part, "--resume")
+    assert r.code == 0, r.err
+    assert tensors(full) == tensors(part)
+    assert not os.path.exists(str(part) + ".checkpoint")
+
+
+def test_an_xz_corpus_gives_the_plain_files_model(corpus, model, tmp_path):
+    xz = tmp_path / "corpus.txt.xz"
+    xz.write_bytes(lzma.compress(corpus.read_bytes()))
+    out = tmp_path / "xz.safetensors"
+    assert train(xz, out).code == 0
+    assert tensors(out) == tensors(model[0])
+
+
+def test_max_tokens_bounds_the_run(corpus, tmp_path):
+    out = tmp_path / "budget.safetensors"
+    r = run_attn("train", "--task", "lm", "--data", corpus, "-o", out, "--layers", "1", "--context", "16",
+                 "--batch", "4", "--max-tokens", "200", "--threads", "1")
+    assert r.code == 0, r.err
+    assert "the --max-tokens budget" in r.err
+    trained = int(r.err.split(" tokens trained on")[0].split()[-1])
+    assert 200 <= trained < 200 + 4 * 16, r.err
+
+
+def test_generate_is_greedy_at_temperature_0_and_repeats_with_a_seed(model):
+    out, _ = model
+    greedy = [run_attn("generate", "--model", out, "--temperature", "0", "--max-words", "12", "the cat") for _ in range(2)]
+    assert greedy[0].code == 0, greedy[0].err
+    assert greedy[0].out == greedy[1].out
+    assert greedy[0].out.startswith("the cat ")
+    sampled = [run_attn("generate", "--model", out, "--seed", str(s), "--max-words", "30", "--top-k", "5")
+               for s in (7, 7, 8)]
+    assert sampled[0].out == sampled[1].out
+    assert sampled[0].out != sampled[2].out
+    # Readable text: no space before punctuation, a capital after a sentence's end.
+    text = sampled[0].out
+    assert " ." not in text and " !" not in text and " ," not in text, text
+    assert text[0].isupper(), text
+
+
+def test_generation_stops_at_the_end_of_the_paragraph(model):
+    out, _ = model
+    r = run_attn("generate", "--model", out, "--temperature", "0", "--max-words", "200", "the dog sat on")
+    assert r.code == 0
+    assert len(r.out.split()) < 40, r.out  # a template line ends long before 200 words
+
+
+def test_eval_reports_perplexity_over_every_token(model, tmp_path):
+    out, _ = model
+    text = tmp_path / "held.txt"
+    text.write_text("the cat sat on the mat. Then the zebra ran past the road!\n\n")
+    r = run_attn("eval", "--model", out, "--data", text)
+    assert r.code == 0, r.err
+    j = json.loads(r.out)
+    assert set(j) >= {"perplexity", "loss", "tokens", "unknown_share"}
+    # 15 tokens and the end token; "zebra" is unknown
+    assert j["tokens"] == 16 and abs(j["unknown_share"] - 1 / 16) < 1e-9, j
+    assert abs(j["perplexity"] - 2.718281828459045 ** j["loss"]) < 1e-6 * j["perplexity"]
+
+
+def test_tokenize_shows_unknown_and_end_tokens(model, tmp_path):
+    out, _ = model
+    r = run_attn("tokenize", "--model", out, "The cat met a zebra.")
+    assert r.code == 0, r.err
+    assert r.out == "the cat <unk> a <unk> . <eos>\n"
+    data = tmp_path / "two.txt.xz"
+    data.write_bytes(lzma.compress(b"the dog.\n\nthe emu!\n"))
+    r = run_attn("tokenize", "--model", out, "--data", data)
+    assert r.out == "the dog . <eos>\nthe <unk> ! <eos>\n", r.out
+
+
+def test_bad_input_is_one_clear_error_and_nothing_is_written(corpus, model, tmp_path):
+    out = tmp_path / "never.safetensors"
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"ok line\n\xff\xfe\x00\x01 binary\n")
+    for args, code, phrase in [
+        (["--data", empty], 2, "no text"),
+        (["--data", binary], 2, "not UTF-8"),
+        (["--data", corpus, "--context", "0"], 1, "--context"),
+        (["--data", corpus, "--vocab", "0"], 1, "--vocab"),
+        (["--data", corpus, "--time", "soon"], 1, "--time"),
+        (["--data", corpus, "--layers", "0"], 1, "--layers"),
+    ]:
+        r = run_attn("train", "--task", "lm", "-o", out, *args)
+        assert r.code == code, (args, r.err)
+        assert phrase in one_error_line(r), (args, r.err)
+        assert not out.exists()
+    classify = tmp_path / "classify.tsv"
+    classify.write_text("".join(f"{'pos' if i % 2 else 'neg'}\tthe cat sat {i}\n" for i in range(20)))
+    cls = tmp_path / "cls.safetensors"
+    assert run_attn("train", "--task", "classify", "--data", classify, "--epochs", "1", "-o", cls).code == 0
+    r = run_attn("generate", "--model", cls, "hello")
+    assert r.code == 1 and "cannot generate" in one_error_line(r)
+    # A prompt of unknown words: the unknown token, and a warning.
+    r = run_attn("generate", "--model", model[0], "--max-words", "3", "zzqx qqzz")
+    assert r.code == 0 and "read as <unk>: zzqx, qqzz" in r.err, r.err

@@ -1,0 +1,116 @@
+// The language model's parts (issue #28): generation through the key-value cache against the
+// network's own forward over the whole prefix, windows of the paragraph stream, and the
+// tokenizer's round trip through the detokenizer.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attn/detokenize.hpp"
+#include "attn/tokenizer.hpp"
+#include "nn/causal_decoder.hpp"
+#include "nn/network.hpp"
+#include "train/lm_stream.hpp"
+#include "train/masking.hpp"
+
+namespace {
+
+using attn::nn::network;
+using attn::nn::network_shape;
+
+network_shape lm_shape(int64_t layers, int64_t heads, int64_t width, int64_t positions, int64_t words) {
+  return {.vocabulary = words, .new_words = 0, .embed = width, .width = width, .heads = heads,
+          .layers = layers, .feedforward = 2 * width + 3, .norm_first = true,
+          .pool = attn::nn::pool_kind::token, .hidden = width, .classes = words,
+          .positions = positions, .causal = true, .train_embeddings = true, .dropout = 0.1,
+          .tied_output = true};
+}
+
+void randomise(network<float>& net, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 0.3f);
+  for (auto* p : net.parameters())
+    for (float& x : p->value) x = normal(rng);
+}
+
+// Each step's logits against the forward pass over the whole prefix (its last row), on awkward
+// widths, head counts and lengths up to the full context.
+TEST(language_model, cached_generation_gives_the_logits_of_the_whole_prefix) {
+  struct shape { int64_t layers, heads, width, positions, words; };
+  for (const shape sh : {shape{1, 1, 7, 9, 13}, shape{2, 3, 12, 33, 65}, shape{3, 4, 20, 65, 129}}) {
+    std::mt19937 rng(static_cast<unsigned>(sh.width));
+    std::vector<int64_t> rows(static_cast<size_t>(sh.words));
+    for (int64_t i = 0; i < sh.words; ++i) rows[static_cast<size_t>(i)] = i;
+    network<float> net(lm_shape(sh.layers, sh.heads, sh.width, sh.positions, sh.words), rows);
+    randomise(net, rng);
+    std::uniform_int_distribution<int64_t> id(0, sh.words - 1);
+    std::vector<int64_t> tokens(static_cast<size_t>(sh.positions));
+    for (int64_t& t : tokens) t = id(rng);
+    attn::nn::causal_decoder decoder(net);
+    attn::nn::network_cache<float> cache;
+    for (int64_t n = 1; n <= sh.positions; ++n) {
+      const std::vector<float> cached = decoder.step(tokens[static_cast<size_t>(n - 1)]);
+      attn::nn::batch b;
+      b.size = 1;
+      b.length = n;
+      b.ids.assign(tokens.begin(), tokens.begin() + n);
+      b.lengths = {n};
+      b.rows = {{0, n}};
+      net.forward(b, cache);  // no dropout seed: evaluation
+      float largest = 0;
+      for (float z : cache.logits) largest = std::max(largest, std::abs(z));
+      for (int64_t c = 0; c < sh.words; ++c)
+        ASSERT_NEAR(cached[static_cast<size_t>(c)], cache.logits[static_cast<size_t>(c)], 2e-5f * std::max(1.0f, largest))
+            << "width " << sh.width << " length " << n << " class " << c;
+    }
+    EXPECT_THROW(decoder.step(0), std::exception);  // past the learned positions
+    decoder.clear();  // starts again: the first token's logits as before
+    const std::vector<float> again = decoder.step(tokens[0]);
+    attn::nn::causal_decoder fresh(net);
+    EXPECT_EQ(again, fresh.step(tokens[0]));
+  }
+}
+
+TEST(language_model, windows_cover_the_stream_once_each_position_predicting_the_next) {
+  std::vector<int64_t> stream(20);
+  for (int64_t i = 0; i < 20; ++i) stream[static_cast<size_t>(i)] = 100 + i;
+  for (const int64_t context : {1, 3, 7, 19, 25}) {
+    const auto windows = attn::train::next_token_windows(stream, context);
+    ASSERT_EQ(static_cast<int64_t>(windows.size()), attn::train::count_windows(20, context));
+    int64_t next = 101;
+    for (const auto& w : windows) {
+      ASSERT_LE(static_cast<int64_t>(w.ids.size()), context);
+      for (size_t t = 0; t < w.ids.size(); ++t) {
+        EXPECT_EQ(w.ids[t] + 1, w.targets[t]);
+        EXPECT_EQ(w.positions[t], static_cast<int64_t>(t));
+        EXPECT_EQ(w.targets[t], next++);
+      }
+    }
+    EXPECT_EQ(next, 120);  // every id after the first predicted exactly once
+  }
+}
+
+TEST(language_model, unknown_words_are_the_unknown_token_and_paragraphs_end_with_the_end_token) {
+  attn::train::word_index words({"the", "cat", attn::train::unknown_token, attn::train::end_token});
+  std::vector<int64_t> stream;
+  EXPECT_EQ(attn::train::append_paragraph({"the", "zebra", "cat"}, words, stream), 1);
+  EXPECT_EQ(stream, (std::vector<int64_t>{0, 2, 1, 3}));
+}
+
+// tokenize(detokenize(tokens)) == tokens: the readable text reads back as the same tokens.
+TEST(language_model, detokenized_text_tokenizes_back_to_the_same_tokens) {
+  for (const std::string text :
+       {std::string("He said: \"I didn't see it (at all), did you?\" She's sure it's 3.14% of $5."),
+        std::string("the well-known river's banks; 1,000 people -- and more!"),
+        std::string("\"Quoted,\" he said. \"Again\"; then [a bracket] and {a brace}.")}) {
+    const std::vector<std::string> tokens = attn::tokenize(text);
+    const std::string back = attn::detokenize(tokens);
+    EXPECT_EQ(attn::tokenize(back), tokens) << back;
+  }
+  EXPECT_EQ(attn::detokenize(attn::tokenize("he said , \" i did n't . \" then ( quietly ) left .")),
+            "He said, \"I didn't.\" Then (quietly) left.");
+}
+
+}  // namespace
