@@ -2,7 +2,10 @@
 // each word to standard output as it is made.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -21,6 +24,7 @@ struct generate_args {
   std::string model = "builtin-lm";
   std::vector<std::string> prompt;
   generation_options options;
+  bool timings = false;
 };
 
 uint64_t parse_seed(const std::string& text) {
@@ -52,12 +56,37 @@ void run(const generate_args& args) {
   while (!shown.empty() && (shown.back() == '\n' || shown.back() == '\r')) shown.pop_back();
   std::fputs(shown.c_str(), stdout);
   std::fflush(stdout);
-  model.generate(prompt, args.options, [](const std::string& piece) {
+  using clock = std::chrono::steady_clock;
+  std::vector<double> seconds;  // each token's, from the previous one (the first: the prompt too)
+  auto last = clock::now();
+  const generation g = model.generate(prompt, args.options, [&](const std::string& piece) {
     std::fputs(piece.c_str(), stdout);
     std::fflush(stdout);
+    const auto now = clock::now();
+    seconds.push_back(std::chrono::duration<double>(now - last).count());
+    last = now;
   });
   std::fputs("\n", stdout);
   std::fflush(stdout);
+  if (!args.timings || seconds.empty()) return;
+  // llama.cpp-style figures: tokens per second after the first (which reads the prompt), and the
+  // time per token around given positions of the context (the cache should make them close).
+  const auto context_start = static_cast<int64_t>(g.prompt.size()) + 1;  // the <eos> that starts a text
+  nlohmann::json at = nlohmann::json::object();
+  for (const int64_t position : {10, 100, 500, 1000}) {
+    const int64_t i = position - context_start;
+    if (i < 1 || i + 5 >= static_cast<int64_t>(seconds.size())) continue;
+    std::vector<double> near(seconds.begin() + i - std::min<int64_t>(i - 1, 5), seconds.begin() + i + 5);
+    std::nth_element(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(near.size() / 2), near.end());
+    at[std::to_string(position)] = 1000 * near[near.size() / 2];
+  }
+  double after_first = 0;
+  for (size_t i = 1; i < seconds.size(); ++i) after_first += seconds[i];
+  const nlohmann::json j = {{"tokens", seconds.size()}, {"prompt_tokens", context_start},
+                            {"first_token_ms", 1000 * seconds.front()},
+                            {"tokens_per_second", seconds.size() > 1 ? static_cast<double>(seconds.size() - 1) / after_first : 0.0},
+                            {"ms_per_token_at", at}};
+  fmt::print(stderr, "{}\n", j.dump());
 }
 
 }  // namespace
@@ -85,6 +114,9 @@ void add_generate_command(CLI::App& app) {
          "--seed", [args](const std::string& text) { args->options.seed = parse_seed(text); },
          "Random seed (default 0): the same seed, prompt and options give the same words")
       ->type_name("UINT");
+  sub->add_flag("--timings", args->timings,
+                "Afterwards, one JSON line on standard error: tokens/s, and ms per token around "
+                "positions 10, 100, 500 and 1000 of the context");
   add_threads_option(sub);
   sub->add_option("prompt", args->prompt, "Prompt (none: a new paragraph; -: standard input)");
   sub->callback([args, sub] {

@@ -49,6 +49,7 @@ struct train_args {
   double time_limit = 0;
   // Which options the command line set (masked-word has defaults of its own for the others).
   bool layers_given = false, dropout_given = false, finetune_given = false, positions_given = false;
+  bool lr_given = false;
 };
 
 // A context model wants depth, word order (learned positions: without them attention reads a
@@ -60,6 +61,7 @@ constexpr double masked_word_dropout = 0.1;
 // four of them, light dropout (docs/LM.md has the measurements).
 constexpr int64_t lm_layers = 4;
 constexpr double lm_dropout = 0.1;
+constexpr double lm_lr = 0.003;  // 800k Wikipedia tokens: held-out perplexity 409, against 507 at 0.001
 
 // "90", "90s", "30m", "1h", "1h30m": seconds.
 double parse_duration(const std::string& text) {
@@ -181,7 +183,7 @@ void run(const train_args& args, const train_hooks& hooks) {
     throw_usage(fmt::format("--shards {} is not a multiple of the {} ranks", o.shards, processes));
   o.patience = args.patience;
   o.epochs = args.epochs;
-  o.lr = args.lr;
+  o.lr = lm && !args.lr_given ? lm_lr : args.lr;
   o.batch = args.batch;
   o.seed = args.seed;
   o.weight_decay = args.weight_decay;
@@ -360,7 +362,7 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                   "order (default 1; attn-mpi: one per rank); attn train --shards K writes the "
                   "model of mpirun -n K attn-mpi train bit for bit")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--lr", args->lr, "Peak learning rate (default 0.001)")
+  sub->add_option("--lr", args->lr, "Peak learning rate (default 0.001; lm: 0.003)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--batch", args->batch, "Lines per step (default 32)")
       ->check(CLI::PositiveNumber);
@@ -418,6 +420,7 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
     args->dropout_given = sub->get_option("--dropout")->count() > 0;
     args->finetune_given = sub->get_option("--finetune-embeddings")->count() > 0;
     args->positions_given = sub->get_option("--positions")->count() > 0;
+    args->lr_given = sub->get_option("--lr")->count() > 0;
     // The checkpoint (masked-word) is written, resumed from and removed: it must be none of the
     // other files, whether --checkpoint names it or it defaults to OUTPUT.checkpoint.
     std::vector<named_file> checkpoint;

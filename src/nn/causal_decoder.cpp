@@ -6,9 +6,28 @@
 #include "attn/error.hpp"
 #include "nn/embedding.hpp"
 #include "nn/layer_norm.hpp"
-#include "nn/linear_layer.hpp"
+#include "nn/linear_layer.hpp"  // relu_forward
 
 namespace attn::nn {
+
+namespace {
+
+// y = W·x + b for one row (W [out, in]): a product per output, with no packing of W as the
+// batched GEMM does (for one row that copy would cost as much as the product). The output
+// table's thousands of rows are shared among the threads.
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+void matvec(const float* x, const float* w, const float* b, float* y, int64_t in, int64_t out) {
+#pragma omp parallel for schedule(static) if (out * in >= (int64_t{1} << 18))
+  for (int64_t o = 0; o < out; ++o) {
+    const float* row = w + o * in;
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < in; ++i) sum += row[i] * x[i];
+    y[o] = sum + (b != nullptr ? b[o] : 0.0f);
+  }
+}
+
+}  // namespace
 
 causal_decoder::causal_decoder(const network<float>& net) : net_(net) {
   const network_shape& s = net.shape();
@@ -46,11 +65,11 @@ const std::vector<float>& causal_decoder::step(int64_t id) {
     // x += attention(LayerNorm₁(x)), the query at t against the keys of 0 … t
     layer_norm_forward(x_.data(), p.norm1_weight.value.data(), p.norm1_bias.value.data(), normed_.data(),
                        mean_.data(), rstd_.data(), int64_t{1}, e);
-    linear_forward(normed_.data(), a.wq.value.data(), a.bq.value.data(), q_.data(), int64_t{1}, e, e);
+    matvec(normed_.data(), a.wq.value.data(), a.bq.value.data(), q_.data(), e, e);
     float* keys = keys_[layer].data();
     float* values = values_[layer].data();
-    linear_forward(normed_.data(), a.wk.value.data(), a.bk.value.data(), keys + t * e, int64_t{1}, e, e);
-    linear_forward(normed_.data(), a.wv.value.data(), a.bv.value.data(), values + t * e, int64_t{1}, e, e);
+    matvec(normed_.data(), a.wk.value.data(), a.bk.value.data(), keys + t * e, e, e);
+    matvec(normed_.data(), a.wv.value.data(), a.bv.value.data(), values + t * e, e, e);
     for (int64_t h = 0; h < s.heads; ++h) {
       const float* q = q_.data() + h * d;
       double top = -INFINITY;
@@ -71,25 +90,22 @@ const std::vector<float>& causal_decoder::step(int64_t id) {
       }
       for (int64_t c = 0; c < d; ++c) merged_[static_cast<size_t>(h * d + c)] = static_cast<float>(out[static_cast<size_t>(c)] / sum);
     }
-    linear_forward(merged_.data(), a.wo.value.data(), a.bo.value.data(), attended_.data(), int64_t{1}, e, e);
+    matvec(merged_.data(), a.wo.value.data(), a.bo.value.data(), attended_.data(), e, e);
     for (int64_t j = 0; j < e; ++j) x_[static_cast<size_t>(j)] += attended_[static_cast<size_t>(j)];
     // x += W₂·relu(W₁·LayerNorm₂(x) + b₁) + b₂
     layer_norm_forward(x_.data(), p.norm2_weight.value.data(), p.norm2_bias.value.data(), normed_.data(),
                        mean_.data(), rstd_.data(), int64_t{1}, e);
-    linear_forward(normed_.data(), p.linear1_weight.value.data(), p.linear1_bias.value.data(), pre_.data(),
-                   int64_t{1}, e, s.feedforward);
+    matvec(normed_.data(), p.linear1_weight.value.data(), p.linear1_bias.value.data(), pre_.data(), e, s.feedforward);
     relu_forward(pre_.data(), pre_.data(), s.feedforward);
-    linear_forward(pre_.data(), p.linear2_weight.value.data(), p.linear2_bias.value.data(), attended_.data(),
-                   int64_t{1}, s.feedforward, e);
+    matvec(pre_.data(), p.linear2_weight.value.data(), p.linear2_bias.value.data(), attended_.data(), s.feedforward, e);
     for (int64_t j = 0; j < e; ++j) x_[static_cast<size_t>(j)] += attended_[static_cast<size_t>(j)];
   }
   // logits = (LayerNorm_f(x)·W₁ᵀ + b₁)·tableᵀ + b₂
   layer_norm_forward(x_.data(), net_.final_norm_weight.value.data(), net_.final_norm_bias.value.data(),
                      normed_.data(), mean_.data(), rstd_.data(), int64_t{1}, e);
-  linear_forward(normed_.data(), net_.w1.value.data(), net_.b1.value.data(), hidden_.data(), int64_t{1}, e,
+  matvec(normed_.data(), net_.w1.value.data(), net_.b1.value.data(), hidden_.data(), e,
                  s.hidden);
-  linear_forward(hidden_.data(), output_table_.data(), net_.b2.value.data(), logits_.data(), int64_t{1},
-                 s.hidden, s.classes);
+  matvec(hidden_.data(), output_table_.data(), net_.b2.value.data(), logits_.data(), s.hidden, s.classes);
   ++length_;
   return logits_;
 }

@@ -246,3 +246,74 @@ def test_embed_model_prints_the_attention_blocks_output(attn, next_word_model, c
     assert error < EMBED_RTOL and worst < EMBED_RTOL * want.abs().max().item(), (
         f"{kind} '{text}': relative L2 error {error:.3g}, max |diff| {worst:.3g}; "
         f"first values attn {got_y.flatten()[:4].tolist()} torch {want.flatten()[:4].tolist()}")
+
+
+def torch_lm_logits(t, config, ids):
+    """A language model (--task lm) rebuilt from its file with PyTorch's own pre-norm
+    nn.TransformerEncoderLayer under a causal mask: embedding rows + learned positions, the
+    layers, the final LayerNorm, the output transform, then every row scored against the
+    embedding table itself (tied) plus the output bias. ids [L] → logits [L, V]."""
+    table = t["embedding.weight"]
+    x = (table[ids] + t["position.weight"][: len(ids)]).unsqueeze(0)
+    e, heads = config["dim"], config["heads"]
+    mask = torch.triu(torch.full((len(ids), len(ids)), float("-inf"), dtype=torch.float64), 1)
+    for i in range(config["layers"]):
+        layer = torch.nn.TransformerEncoderLayer(e, heads, dim_feedforward=config["feedforward"], dropout=0.0,
+                                                 batch_first=True, norm_first=True).double().eval()
+        p = f"layers.{i}."
+        a = p + "attention."
+        with torch.no_grad():
+            layer.self_attn.in_proj_weight.copy_(torch.cat(
+                [t[a + "q_proj_weight"], t[a + "k_proj_weight"], t[a + "v_proj_weight"]]))
+            layer.self_attn.in_proj_bias.copy_(torch.cat(
+                [t[a + "q_proj_bias"], t[a + "k_proj_bias"], t[a + "v_proj_bias"]]))
+            layer.self_attn.out_proj.weight.copy_(t[a + "out_proj.weight"])
+            layer.self_attn.out_proj.bias.copy_(t[a + "out_proj.bias"])
+            for name in ["norm1", "norm2", "linear1", "linear2"]:
+                getattr(layer, name).weight.copy_(t[p + name + ".weight"])
+                getattr(layer, name).bias.copy_(t[p + name + ".bias"])
+            x = layer(x, src_mask=mask)
+    y = F.layer_norm(x[0], (e,), t["final_norm.weight"], t["final_norm.bias"])
+    hidden = F.linear(y, t["output.transform.weight"], t["output.transform.bias"])
+    return hidden @ table.T + t["output.bias"]
+
+
+def test_a_language_models_loss_at_every_position_is_pytorchs(attn, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"the cat sat on the mat {'today' if i % 3 else 'again'}. a dog ran past!\n"
+                              for i in range(40)))
+    model = tmp_path / "lm.safetensors"
+    r = attn("train", "--task", "lm", "--data", corpus, "--learn-embeddings", "12", "--heads", "3",
+             "--layers", "2", "--context", "8", "--epochs", "3", "--seed", "5", "-o", model)
+    assert r.code == 0, r.err
+    t, meta = read_safetensors(model)
+    config = json.loads(meta["config"])
+    assert config["task"] == "lm" and config["max_positions"] == 8
+    vocab = json.loads(meta["input_words"])
+    assert vocab[-2:] == ["<unk>", "<eos>"] and json.loads(meta["outputs"]) == vocab
+    # attn eval's loss: the stream <eos> + tokens (unknown → <unk>) + <eos> per paragraph, cut
+    # into windows of 8, every position predicting the next token.
+    text = tmp_path / "held.txt"
+    text.write_text("the cat ran past the zebra.\na dog sat on the mat again!\n")
+    r = attn("eval", "--model", model, "--data", text)
+    assert r.code == 0, r.err
+    got = json.loads(r.out)
+    stream = ["<eos>"]
+    for line in text.read_text().splitlines():
+        stream += [w if w in vocab else "<unk>" for w in line.replace(".", " .").replace("!", " !").split()] + ["<eos>"]
+    ids = torch.tensor([vocab.index(w) for w in stream])
+    losses = []
+    for begin in range(0, len(ids) - 1, 8):
+        window = ids[begin:begin + 8 + 1]
+        logits = torch_lm_logits(t, config, window[:-1])
+        losses.append(F.cross_entropy(logits, window[1:], reduction="none"))
+    want = torch.cat(losses)
+    assert got["tokens"] == len(want) == len(stream) - 1
+    assert abs(got["loss"] - want.mean().item()) < 2e-5 * max(1.0, abs(want.mean().item())), (got, want.mean())
+    # predict: the next-token distribution after the prompt (read after an <eos>).
+    prompt = ["<eos>", "the", "cat", "sat"]
+    p = torch_lm_logits(t, config, torch.tensor([vocab.index(w) for w in prompt]))[-1].softmax(-1)
+    r = attn("predict", "--model", model, "--top", "3", "the cat sat")
+    for line in r.out.splitlines()[1:]:
+        word, prob = line.split()
+        assert abs(float(prob) - p[vocab.index(word)].item()) < 6e-5, (word, prob)
