@@ -51,7 +51,7 @@ std::vector<subcommand> standard_subcommands() {
        "[--html] [-o FILE] TEXT",
        add_explain_command},
       {"heatmap",
-       "attn heatmap [--vectors PATH | --model MODEL] [--head all|N] [--scale sqrt|none|NUMBER] "
+       "attn heatmap [--vectors PATH | --model MODEL [--layer all|N]] [--head all|N] [--scale sqrt|none|NUMBER] "
        "TEXT -o FILE.svg|FILE.html",
        add_heatmap_command},
       {"neighbors", "attn neighbors [--vectors PATH | --model MODEL] [--top K] --word W TEXT",

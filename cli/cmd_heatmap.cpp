@@ -20,7 +20,7 @@ namespace attn::cli {
 namespace {
 
 struct heatmap_args {
-  std::string vectors_path, model_path, scale = "sqrt", head = "all", output;
+  std::string vectors_path, model_path, scale = "sqrt", head = "all", layer = "all", output;
   std::vector<std::string> text;
 };
 
@@ -36,13 +36,13 @@ picture_format format_of(const std::string& path) {
               "-o takes a .svg or .html file");
 }
 
-// "all" keeps every head; a number keeps that head (counted from 0, as in [B, H, L, S]).
-std::optional<int> parse_head(const std::string& text) {
+// "all" keeps every head (layer); a number keeps that one (counted from 0, as in [B, H, L, S]).
+std::optional<int> parse_number(const char* option, const std::string& text) {
   if (text == "all") return std::nullopt;
   int value = -1;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || value < 0)
-    throw_usage(fmt::format("--head takes 'all' or a head number from 0, got '{}'", text));
+    throw_usage(fmt::format("{} takes 'all' or a number from 0, got '{}'", option, text));
   return value;
 }
 
@@ -56,11 +56,17 @@ heatmap_page vectors_page(const heatmap_args& args, const scale_spec& scale) {
   return explain_page(e, vocab.source());
 }
 
-// A trained model's attention: one panel per head, as the model computes it when it predicts.
-heatmap_page model_page(const heatmap_args& args) {
+// A trained model's attention: one panel per head of each layer (or of the --layer asked for),
+// as the model computes it when it predicts; --head keeps that head of each layer.
+heatmap_page model_page(const heatmap_args& args, std::optional<int> head) {
   const text_model model = text_model::load(args.model_path);
   const std::string text = read_text(args.text);
   check_picture_length(text, "heatmap");
+  const int64_t layers = std::max<int64_t>(1, model.config().layers);
+  const std::optional<int> chosen = parse_number("--layer", args.layer);
+  if (chosen && *chosen >= layers)
+    throw_usage(fmt::format("--layer {} is out of range: the model has {} layer{} (0 … {})", *chosen,
+                            layers, layers == 1 ? "" : "s", layers - 1));
   const attention_map a = model.attention(text);
   if (!a.unknown.empty())
     warn(fmt::format("left out of attention, not known to the model: {}", fmt::join(a.unknown, " ")));
@@ -72,28 +78,40 @@ heatmap_page model_page(const heatmap_args& args) {
   page.map.queries = a.tokens;
   page.map.keys = a.tokens;
   const int64_t heads = a.weights.dim(0), n = a.weights.dim(1);
-  for (int64_t h = 0; h < heads; ++h)
-    page.map.heads.push_back(
-        {fmt::format("head {}", h), a.weights.slice(0, h, h + 1).contiguous().reshape({n, n})});
+  if (head && *head >= heads)
+    throw_usage(fmt::format("--head {} is out of range: the model has {} head{} (0 … {})", *head, heads,
+                            heads == 1 ? "" : "s", heads - 1));
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    if (chosen && *chosen != layer) continue;
+    const attention_map l = layer + 1 == layers ? a : model.attention(text, layer);
+    for (int64_t h = 0; h < heads; ++h) {
+      if (head && *head != h) continue;
+      page.map.heads.push_back({layers == 1 ? fmt::format("head {}", h) : fmt::format("layer {} head {}", layer, h),
+                                l.weights.slice(0, h, h + 1).contiguous().reshape({n, n})});
+    }
+  }
   page.notes.push_back(fmt::format("Tokens ({}): {}", n, fmt::join(a.tokens, " ")));
   if (!a.unknown.empty())
     page.notes.push_back(fmt::format("Left out, not known to the model: {}", fmt::join(a.unknown, " ")));
   page.notes.push_back(fmt::format(
       "Model: {} ({} task, {} head{} of {} dimensions, scale 1/√{}{})", args.model_path,
       task_name(c.task), heads, heads == 1 ? "" : "s", c.dim / heads, c.dim / heads,
-      c.task == text_task::next_word ? "; causal: each token sees only itself and those before"
-                                     : ""));
+      c.task == text_task::next_word || c.task == text_task::lm
+          ? "; causal: each token sees only itself and those before"
+          : ""));
+  if (layers > 1) page.notes.push_back(fmt::format("Layers: {}, first to last", layers));
   return page;
 }
 
 void run(const heatmap_args& args) {
   // The cheap checks first, before the vectors or the model are loaded.
   const picture_format format = format_of(args.output);
-  const std::optional<int> head = parse_head(args.head);
+  const std::optional<int> head = parse_number("--head", args.head);
+  parse_number("--layer", args.layer);
   const scale_spec scale = scale_spec::parse(args.scale);
 
-  heatmap_page page = args.model_path.empty() ? vectors_page(args, scale) : model_page(args);
-  if (head) page.map = select_head(page.map, *head);
+  heatmap_page page = args.model_path.empty() ? vectors_page(args, scale) : model_page(args, head);
+  if (head && args.model_path.empty()) page.map = select_head(page.map, *head);
   write_output(args.output, format == picture_format::svg ? render_heatmap_svg(page.map)
                                                           : render_heatmap_html(page));
 }
@@ -111,6 +129,9 @@ void add_heatmap_command(CLI::App& app) {
       "--model", args->model_path,
       "A model trained by attn train: draw its attention, one panel per head"));
   sub->add_option("--head", args->head, "Which head to draw: all (default) or its number from 0");
+  CLI::Option* layer = sub->add_option(
+      "--layer", args->layer, "A model's layer to draw: all (default: one row of panels per layer) or its number from 0");
+  layer->needs(model);
   CLI::Option* scale = sub->add_option(
       "--scale", args->scale, "Score scale for word vectors: sqrt (1/√d, default), none, or a number");
   model->excludes(vectors);

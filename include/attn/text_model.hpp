@@ -161,6 +161,8 @@ class text_model {
   // The attention weights of every head for the text, as the model computes them when it
   // predicts from it. A text with no known word is a usage error.
   attention_map attention(std::string_view text) const;
+  // The same for encoder layer `layer` (0 … layers − 1; the last is attention(text)).
+  attention_map attention(std::string_view text, int64_t layer) const;
   // The model's contextual embedding of each token of the text (see contextual_embedding). A
   // masked-word model (the built-in one) reads each place with its word hidden: row t is its
   // last block's output at t when token t is replaced by the mask (what the context says

@@ -61,6 +61,10 @@ bool held_out(int64_t sequence, bool validating) {
 
 bool is_lm(const train_options& o) { return o.task == text_task::lm; }
 
+// lm --frozen-embeddings: the word vectors' rows stay as they are (words without one, <unk> and
+// <eos> learn theirs), so a small text trains the layers and not a table it is too short for.
+bool lm_rows_frozen(const train_options& o) { return o.word_vectors != nullptr && !o.finetune_embeddings; }
+
 // masked-word reads sentences cut at max_length; lm reads whole paragraphs.
 corpus_reader open_corpus(const train_options& o) { return {o.data, is_lm(o) ? 0 : o.max_length}; }
 
@@ -169,14 +173,24 @@ vocabulary make_vocabulary(const train_options& o, const survey& s) {
 
 // lm: the `vocab` most frequent training words, the unknown token and the end token, each row
 // both an input and an output (the same order, so class c is row c).
+// With frozen word vectors the words that have one come first (the frozen table), then learned
+// rows for the others and the two tokens (new_words).
 vocabulary make_lm_vocabulary(const train_options& o, const survey& s) {
-  vocabulary v;
+  std::vector<std::string> words;
   for (const auto& [w, n] : by_count(s.counts)) {
-    if (v.inputs.size() >= o.vocab) break;
-    v.inputs.add(w);
+    if (static_cast<int64_t>(words.size()) >= o.vocab) break;
+    words.push_back(w);
   }
+  vocabulary v;
+  const bool frozen = lm_rows_frozen(o);
+  for (const std::string& w : words)
+    if (!frozen || o.word_vectors->find(w)) v.inputs.add(w);
+  const int64_t table = v.inputs.size();
+  for (const std::string& w : words)
+    if (frozen && !o.word_vectors->find(w)) v.inputs.add(w);
   v.inputs.add(unknown_token);
   v.inputs.add(end_token);
+  v.new_words = frozen ? v.inputs.size() - table : 0;
   v.outputs = v.inputs;
   return v;
 }
@@ -457,8 +471,8 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   c.pool = pooling::mean;   // not used: each predicting token's own vector is picked
   c.hidden = c.embed_dim;   // the tied output compares with embedding rows
   if (lm) {
-    c.embeddings = embedding_source::stored;  // the vocabulary's own rows, all trained
-    c.embeddings_trained = true;
+    c.embeddings = embedding_source::stored;  // the vocabulary's own rows, stored
+    c.embeddings_trained = !lm_rows_frozen(o);
     c.max_positions = o.context;
   } else if (o.positions) {
     c.max_positions = o.max_length;
@@ -467,7 +481,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   vocabulary vocab = lm ? make_lm_vocabulary(o, s) : make_vocabulary(o, s);
   if (vocab.outputs.size() == 0) throw_input(o.data, "no word of the corpus has an embedding (nothing to predict)");
   c.new_words = vocab.new_words;
-  result.train.new_words = std::max<int64_t>(0, vocab.new_words - vocab.tuned - 1);  // the mask row aside
+  result.train.new_words = lm ? 0 : std::max<int64_t>(0, vocab.new_words - vocab.tuned - 1);  // the mask row aside
   result.train.tuned_words = vocab.tuned;
   // The training text, counted once from the survey.
   result.train.lines = s.train_sequences;

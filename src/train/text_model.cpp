@@ -273,7 +273,14 @@ prediction text_model::predict(std::string_view text, int64_t k) const {
 }
 
 attention_map text_model::attention(std::string_view text) const {
+  return attention(text, std::max<int64_t>(1, impl_->config.layers) - 1);
+}
+
+attention_map text_model::attention(std::string_view text, int64_t layer) const {
   const impl& m = *impl_;
+  if (layer < 0 || layer >= std::max<int64_t>(1, m.config.layers))
+    throw_usage(fmt::format("layer {} is out of range: the model has {} layer(s)", layer,
+                            std::max<int64_t>(1, m.config.layers)));
   const model_input in = read_input(m, text);
   nn::network_cache<float> cache;
   m.net.forward(in.batch, cache);
@@ -284,8 +291,8 @@ attention_map text_model::attention(std::string_view text) const {
   sdpa_options options;
   options.causal = m.net.shape().causal;
   tensor weights;
-  // The last attention block's heads (the only one, in the seeds' model).
-  const auto& a = cache.last_attention();
+  // That block's heads (the only one, in the seeds' model).
+  const auto& a = m.config.layers == 0 ? cache.attention : cache.blocks[static_cast<size_t>(layer)].attention;
   const tensor q = tensor::view(a.q.data(), shape);
   const tensor k = tensor::view(a.k.data(), shape);
   sdpa(q, k, tensor::view(a.v.data(), shape), options, &weights);

@@ -32,7 +32,8 @@ void initialise_attention(nn::attention_parameters<float>& a, int64_t in, int64_
   fill_uniform(a.wo.value, r, xavier_out);
 }
 
-// lm: the vocabulary's rows start from the word vectors where a word has one (another word's at
+// lm: the vocabulary's rows (the table's, then new words' when the vectors are frozen) start
+// from the word vectors where a word has one (another word's at
 // N(0, σ²), σ the vectors' root mean square), or all at N(0, 1/Ein) when learned from scratch:
 // small rows, as GPT-2's N(0, 0.02²), since the same rows score the output.
 void initialise_lm_rows(nn::network<float>& net, const train_options& o, const word_index& words,
@@ -45,8 +46,9 @@ void initialise_lm_rows(nn::network<float>& net, const train_options& o, const w
       for (float x : o.word_vectors->vector(i)) squares += static_cast<double>(x) * x;
     rms = std::sqrt(squares / static_cast<double>(std::max<int64_t>(1, o.word_vectors->size() * s.embed)));
   }
-  for (int64_t i = 0; i < s.vocabulary; ++i) {
-    float* row = net.embedding.value.data() + i * s.embed;
+  for (int64_t i = 0; i < s.vocabulary + s.new_words; ++i) {  // the table, then learned rows
+    float* row = i < s.vocabulary ? net.embedding.value.data() + i * s.embed
+                                  : net.new_words.value.data() + (i - s.vocabulary) * s.embed;
     const auto known = o.word_vectors != nullptr ? o.word_vectors->find(words.words()[static_cast<size_t>(i)])
                                                  : std::nullopt;
     if (known) {

@@ -191,3 +191,38 @@ def test_bad_input_is_one_clear_error_and_nothing_is_written(corpus, model, tmp_
     # A prompt of unknown words: the unknown token, and a warning.
     r = run_attn("generate", "--model", model[0], "--max-words", "3", "zzqx qqzz")
     assert r.code == 0 and "read as <unk>: zzqx, qqzz" in r.err, r.err
+
+
+def test_frozen_word_vectors_keep_their_rows_and_the_rest_learn(corpus, tmp_path):
+    out = tmp_path / "frozen.safetensors"
+    r = train(corpus, out, "--frozen-embeddings")
+    assert r.code == 0, r.err
+    meta, t = tensors(out)
+    config = json.loads(meta["config"])
+    assert config["embeddings_trained"] is False and config["new_words"] >= 2  # <unk>, <eos> at least
+    assert json.loads(meta["new_words"])[-2:] == ["<unk>", "<eos>"]
+    # the frozen rows are GloVe's (the default vectors), as attn vectors would print them
+    words = json.loads(meta["input_words"])
+    row = struct.unpack("<100f", t["embedding.weight"][words.index("cat") * 400:(words.index("cat") + 1) * 400])
+    glove = run_attn("embed", "--scale", "none", "--format", "json", "cat")  # one token: C = E
+    assert glove.code == 0
+    assert max(abs(a - b) for a, b in zip(row, json.loads(glove.out)["embeddings"][0])) < 1e-6
+    assert run_attn("generate", "--model", out, "--temperature", "0", "--max-words", "5", "the").code == 0
+
+
+def test_heatmap_draws_every_layers_causal_heads(corpus, tmp_path):
+    out = tmp_path / "two.safetensors"
+    assert run_attn("train", "--task", "lm", "--data", corpus, "-o", out, *SMALL[:1], "2", *SMALL[2:]).code == 0
+    svg = tmp_path / "h.svg"
+    r = run_attn("heatmap", "--model", out, "the cat sat", "-o", svg)
+    assert r.code == 0, r.err
+    text = svg.read_text()
+    for layer in (0, 1):
+        for head in range(4):
+            assert f"layer {layer} head {head}" in text
+    assert "causal" in run_attn("heatmap", "--model", out, "the cat", "-o", tmp_path / "h.html").err + \
+        (tmp_path / "h.html").read_text()
+    one = tmp_path / "one.svg"
+    assert run_attn("heatmap", "--model", out, "--layer", "1", "--head", "2", "the cat", "-o", one).code == 0
+    r = run_attn("heatmap", "--model", out, "--layer", "2", "the cat", "-o", tmp_path / "x.svg")
+    assert r.code == 1 and "out of range" in one_error_line(r)
