@@ -21,7 +21,8 @@ build: deps
 
 # The main job on the embedded default vectors: the seeds' walkthrough for one sentence, ending
 # in its contextual embeddings C, then "bank" in two sentences: its static vector, the
-# parameter-free attention and the built-in context model side by side.
+# parameter-free attention and the built-in context model side by side; last, the built-in
+# language model continues a sentence.
 demo: build
 	@echo '$$ attn explain "money bank grows"'
 	@$(ATTN) explain "money bank grows"
@@ -31,6 +32,9 @@ demo: build
 	@echo
 	@echo '$$ attn neighbors --model builtin --word bank "she paid the money into her account at the bank"'
 	@$(ATTN) neighbors --model builtin --word bank "she paid the money into her account at the bank"
+	@echo
+	@echo '$$ attn generate --seed 4 --top-k 40 --max-words 60 "The river"'
+	@$(ATTN) generate --seed 4 --top-k 40 --max-words 60 "The river"
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)

@@ -44,7 +44,7 @@ constexpr int64_t chunk_sequences = 4096;  // shuffled together; the memory a ru
 constexpr int64_t valid_every = 20;        // sequence i is held out when i % 20 == 0 …
 constexpr int64_t max_valid = 2000;        // … among the first 20 × 2000
 constexpr int64_t default_min_steps = 3000;
-constexpr int64_t default_lm_min_steps = 1500;
+constexpr int64_t default_lm_min_steps = 500;  // 2M tokens at the default shape
 constexpr int64_t max_epochs = 100;
 constexpr size_t score_batch = 64;
 
@@ -733,7 +733,10 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
     p.batch = 0;
     epoch_start = clock::now();
     epoch_train_seconds = 0;
-    if (validating && epoch - p.best_epoch >= o.patience && epoch < epochs && !last_epoch) {
+    // A language model runs its whole budget: its learning rate decays to the end, and an epoch
+    // of overfitting at the peak rate is typically followed by better ones as it falls (on a
+    // book, stopping after 3 worse epochs kept perplexity 157 where the full run reaches ~106).
+    if (!lm && validating && epoch - p.best_epoch >= o.patience && epoch < epochs && !last_epoch) {
       result.stopped_early = true;
       break;
     }

@@ -145,7 +145,17 @@ void initialise(nn::network<float>& net, const train_options& o, const word_inde
   }
   if (s.layers == 0) initialise_attention(net.attention, s.embed, s.width, r);
   for (nn::encoder_parameters<float>& l : net.layers) {
-    initialise_attention(l.attention, s.width, s.width, r);
+    if (o.task == text_task::lm) {
+      // As PyTorch's nn.TransformerEncoderLayer starts its attention: Q, K and V as one
+      // xavier-uniform [3E, E] matrix, out_proj as nn.Linear (U(±1/√E)).
+      const double in_proj = std::sqrt(6.0 / static_cast<double>(4 * s.width));
+      fill_uniform(l.attention.wq.value, r, in_proj);
+      fill_uniform(l.attention.wk.value, r, in_proj);
+      fill_uniform(l.attention.wv.value, r, in_proj);
+      fill_uniform(l.attention.wo.value, r, 1.0 / std::sqrt(static_cast<double>(s.width)));
+    } else {
+      initialise_attention(l.attention, s.width, s.width, r);
+    }
     std::fill(l.norm1_weight.value.begin(), l.norm1_weight.value.end(), 1.0f);
     std::fill(l.norm2_weight.value.begin(), l.norm2_weight.value.end(), 1.0f);
     const double in1 = 1.0 / std::sqrt(static_cast<double>(s.width));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,61 @@ TEST(language_model, detokenized_text_tokenizes_back_to_the_same_tokens) {
   }
   EXPECT_EQ(attn::detokenize(attn::tokenize("he said , \" i did n't . \" then ( quietly ) left .")),
             "He said, \"I didn't.\" Then (quietly) left.");
+}
+
+}  // namespace
+
+namespace {
+
+// float32 gradients of the language model's network (pre-norm layers, causal fused attention,
+// a loss at every position through the tied output) against the float64 specification, on
+// windows that straddle the kernels' tiles; as train_model's float test, 2e-4 relative L2.
+TEST(language_model, float32_gradients_match_float64) {
+  for (const auto [width, heads, words] : {std::tuple{20, 4, 61}, std::tuple{24, 3, 130}}) {
+    const network_shape s = lm_shape(2, heads, width, 40, words);
+    std::vector<int64_t> rows(static_cast<size_t>(words));
+    for (int64_t i = 0; i < words; ++i) rows[static_cast<size_t>(i)] = i;
+    std::mt19937 rng(static_cast<unsigned>(width));
+    network<double> reference(s, rows);
+    network<float> net(s, rows);
+    std::normal_distribution<double> normal(0.0, 0.3);
+    auto params = net.parameters();
+    auto ref_params = reference.parameters();
+    for (size_t i = 0; i < params.size(); ++i)
+      for (size_t j = 0; j < params[i]->value.size(); ++j) {
+        params[i]->value[j] = static_cast<float>(normal(rng));
+        ref_params[i]->value[j] = params[i]->value[j];
+      }
+    std::vector<int64_t> stream;
+    std::uniform_int_distribution<int64_t> id(0, words - 1);
+    for (int i = 0; i < 100; ++i) stream.push_back(id(rng));
+    const auto windows = attn::train::next_token_windows(stream, 37);  // 37, 37, 25
+    std::vector<const attn::train::masked_sequence*> group;
+    for (const auto& w : windows) group.push_back(&w);
+    const attn::nn::batch b = attn::train::make_masked_batch(group);
+    attn::nn::network_cache<float> c32;
+    attn::nn::network_cache<double> c64;
+    net.zero_grad();
+    reference.zero_grad();
+    const float loss32 = net.forward(b, c32, 0x5eedULL);
+    const double loss64 = reference.forward(b, c64, 0x5eedULL);
+    EXPECT_NEAR(loss32, loss64, 1e-5 * std::fabs(loss64));
+    net.backward(b, c32);
+    reference.backward(b, c64);
+    double all = 0;
+    for (const auto* p : ref_params)
+      for (double g : p->grad) all += g * g;
+    for (size_t i = 0; i < params.size(); ++i) {
+      double diff = 0, norm = 0;
+      for (size_t j = 0; j < params[i]->grad.size(); ++j) {
+        const double want = ref_params[i]->grad[j];
+        diff += (params[i]->grad[j] - want) * (params[i]->grad[j] - want);
+        norm += want * want;
+      }
+      const double relative = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-3 * std::sqrt(all));
+      EXPECT_LT(relative, 2e-4) << params[i]->name << " (width " << width << "): relative L2 error " << relative;
+    }
+  }
 }
 
 }  // namespace
