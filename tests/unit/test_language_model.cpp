@@ -40,7 +40,7 @@ void randomise(network<float>& net, std::mt19937& rng) {
 // widths, head counts and lengths up to the full context.
 TEST(language_model, cached_generation_gives_the_logits_of_the_whole_prefix) {
   struct shape { int64_t layers, heads, width, positions, words; };
-  for (const shape sh : {shape{1, 1, 7, 9, 13}, shape{2, 3, 12, 33, 65}, shape{3, 4, 20, 65, 129}}) {
+  for (const shape& sh : {shape{1, 1, 7, 9, 13}, shape{2, 3, 12, 33, 65}, shape{3, 4, 20, 65, 129}}) {
     std::mt19937 rng(static_cast<unsigned>(sh.width));
     std::vector<int64_t> rows(static_cast<size_t>(sh.words));
     for (int64_t i = 0; i < sh.words; ++i) rows[static_cast<size_t>(i)] = i;
@@ -102,7 +102,7 @@ TEST(language_model, unknown_words_are_the_unknown_token_and_paragraphs_end_with
 
 // tokenize(detokenize(tokens)) == tokens: the readable text reads back as the same tokens.
 TEST(language_model, detokenized_text_tokenizes_back_to_the_same_tokens) {
-  for (const std::string text :
+  for (const std::string& text :
        {std::string("He said: \"I didn't see it (at all), did you?\" She's sure it's 3.14% of $5."),
         std::string("the well-known river's banks; 1,000 people -- and more!"),
         std::string("\"Quoted,\" he said. \"Again\"; then [a bracket] and {a brace}.")}) {
@@ -122,7 +122,7 @@ namespace {
 // a loss at every position through the tied output) against the float64 specification, on
 // windows that straddle the kernels' tiles; as train_model's float test, 2e-4 relative L2.
 TEST(language_model, float32_gradients_match_float64) {
-  for (const auto [width, heads, words] : {std::tuple{20, 4, 61}, std::tuple{24, 3, 130}}) {
+  for (const auto& [width, heads, words] : {std::tuple{20, 4, 61}, std::tuple{24, 3, 130}}) {
     const network_shape s = lm_shape(2, heads, width, 40, words);
     std::vector<int64_t> rows(static_cast<size_t>(words));
     for (int64_t i = 0; i < words; ++i) rows[static_cast<size_t>(i)] = i;
