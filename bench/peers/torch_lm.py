@@ -142,6 +142,8 @@ def train(a):
     torch.manual_seed(a.seed)
     model = make_twin(config, len(words))
     start_rows(model, words, a.vectors)
+    if a.init:  # every weight from an attn model file (e.g. one taken after a single tiny step)
+        model.load_attn(read_model(a.init)[0])
     train_stream, test_stream = read_stream(a.train, index), read_stream(a.test, index)
     t = config["max_positions"]
     decay = [p for n, p in model.named_parameters() if p.dim() == 2 and "embedding" not in n and n != "position"]
@@ -155,7 +157,7 @@ def train(a):
     while not done:
         rng.shuffle(ws)
         for i in range(0, len(ws), a.batch):
-            share = (time.perf_counter() - start) / a.seconds
+            share = (time.perf_counter() - start) / a.seconds if not a.steps else steps / a.steps
             if share >= 1:
                 done = True
                 break
@@ -231,7 +233,9 @@ def main():
     p.add_argument("--train")
     p.add_argument("--test")
     p.add_argument("--vectors", help="the .attnvec the rows start from (attn's default: data/glove-6b-100d-50k.attnvec)")
+    p.add_argument("--init", help="train: start from this attn lm model file's weights")
     p.add_argument("--seconds", type=float, default=300)
+    p.add_argument("--steps", type=int, default=0, help="train: a budget of steps instead of seconds (the schedule follows it)")
     p.add_argument("--lr", type=float, default=0.003)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--seed", type=int, default=0)

@@ -122,8 +122,8 @@ namespace {
 // a loss at every position through the tied output) against the float64 specification, on
 // windows that straddle the kernels' tiles; as train_model's float test, 2e-4 relative L2.
 TEST(language_model, float32_gradients_match_float64) {
-  for (const auto& [width, heads, words] : {std::tuple{20, 4, 61}, std::tuple{24, 3, 130}}) {
-    const network_shape s = lm_shape(2, heads, width, 40, words);
+  for (const auto& [width, heads, words] : {std::tuple{20, 4, 61}, std::tuple{24, 3, 130}, std::tuple{100, 4, 300}}) {
+    const network_shape s = lm_shape(2, heads, width, 130, words);
     std::vector<int64_t> rows(static_cast<size_t>(words));
     for (int64_t i = 0; i < words; ++i) rows[static_cast<size_t>(i)] = i;
     std::mt19937 rng(static_cast<unsigned>(width));
@@ -139,8 +139,8 @@ TEST(language_model, float32_gradients_match_float64) {
       }
     std::vector<int64_t> stream;
     std::uniform_int_distribution<int64_t> id(0, words - 1);
-    for (int i = 0; i < 100; ++i) stream.push_back(id(rng));
-    const auto windows = attn::train::next_token_windows(stream, 37);  // 37, 37, 25
+    for (int i = 0; i < 300; ++i) stream.push_back(id(rng));
+    const auto windows = attn::train::next_token_windows(stream, width == 100 ? 128 : 37);
     std::vector<const attn::train::masked_sequence*> group;
     for (const auto& w : windows) group.push_back(&w);
     const attn::nn::batch b = attn::train::make_masked_batch(group);
