@@ -170,3 +170,46 @@ TEST(language_model, float32_gradients_match_float64) {
 }
 
 }  // namespace
+
+namespace {
+
+// A cache reused across batches of other shapes (an epoch's last, smaller batch, then a full
+// one again) must give what a fresh cache gives.
+TEST(language_model, a_reused_cache_gives_a_fresh_caches_gradients) {
+  const network_shape s = lm_shape(2, 4, 20, 40, 61);
+  std::vector<int64_t> rows(61);
+  for (int64_t i = 0; i < 61; ++i) rows[static_cast<size_t>(i)] = i;
+  network<float> net(s, rows);
+  std::mt19937 rng(3);
+  randomise(net, rng);
+  std::uniform_int_distribution<int64_t> id(0, 60);
+  const auto batch_of = [&](int n, int64_t context) {
+    std::vector<int64_t> stream;
+    for (int i = 0; i < n; ++i) stream.push_back(id(rng));
+    return attn::train::next_token_windows(stream, context);
+  };
+  const auto big = batch_of(120, 37), small = batch_of(30, 37);
+  const auto make = [](const std::vector<attn::train::masked_sequence>& ws) {
+    std::vector<const attn::train::masked_sequence*> g;
+    for (const auto& w : ws) g.push_back(&w);
+    return attn::train::make_masked_batch(g);
+  };
+  const attn::nn::batch b_big = make(big), b_small = make(small);
+  const auto grads = [&](attn::nn::network_cache<float>& cache) {
+    net.zero_grad();
+    net.forward(b_big, cache, 7);
+    net.backward(b_big, cache);
+    std::vector<std::vector<float>> g;
+    for (auto* p : net.parameters()) g.push_back(p->grad);
+    return g;
+  };
+  attn::nn::network_cache<float> fresh, reused;
+  const auto want = grads(fresh);
+  net.zero_grad();
+  net.forward(b_small, reused, 9);
+  net.backward(b_small, reused);
+  const auto got = grads(reused);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(want[i], got[i]) << net.parameters()[i]->name;
+}
+
+}  // namespace
