@@ -1,5 +1,7 @@
 #include "cli_common.hpp"
 
+#include <charconv>
+#include <limits>
 #include <fmt/format.h>
 #include <omp.h>
 #include <unistd.h>
@@ -30,6 +32,16 @@ std::string read_text(const std::vector<std::string>& words) {
     throw_usage("no TEXT given (pass it as an argument, or - to read standard input)");
   std::string text(std::istreambuf_iterator<char>(std::cin), {});
   return text;
+}
+
+uint64_t parse_seed(const std::string& text) {
+  uint64_t seed = 0;
+  const char* end = text.data() + text.size();
+  const auto [at, ec] = std::from_chars(text.data(), end, seed);
+  if (text.empty() || ec != std::errc() || at != end)
+    throw_usage(fmt::format("--seed '{}': expected a whole number from 0 to {}", text,
+                            std::numeric_limits<uint64_t>::max()));
+  return seed;
 }
 
 vectors load_vectors(const std::string& path) {

@@ -18,6 +18,10 @@ namespace attn::cli {
 // The words of TEXT joined by spaces; standard input when they are absent or "-".
 std::string read_text(const std::vector<std::string>& words);
 
+// A --seed value: a whole number from 0 to 2^64 − 1, parsed by attn (CLI11's unsigned conversion
+// wraps -1 and 2^64 into valid seeds); anything else is a usage error.
+uint64_t parse_seed(const std::string& text);
+
 // --vectors PATH, or the embedded default when path is empty. Warnings go to stderr.
 vectors load_vectors(const std::string& path);
 

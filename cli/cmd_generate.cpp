@@ -27,16 +27,6 @@ struct generate_args {
   bool timings = false;
 };
 
-uint64_t parse_seed(const std::string& text) {
-  uint64_t seed = 0;
-  const char* end = text.data() + text.size();
-  const auto [at, ec] = std::from_chars(text.data(), end, seed);
-  if (text.empty() || ec != std::errc() || at != end)
-    throw_usage(fmt::format("--seed '{}': expected a whole number from 0 to {}", text,
-                            std::numeric_limits<uint64_t>::max()));
-  return seed;
-}
-
 void run(const generate_args& args) {
   const text_model model = text_model::load(args.model);
   if (model.config().task != text_task::lm)

@@ -98,16 +98,6 @@ extern "C" void on_interrupt(int) {
   std::signal(SIGINT, remove_temporaries_and_exit);
 }
 
-uint64_t parse_seed(const std::string& text) {
-  uint64_t seed = 0;
-  const char* end = text.data() + text.size();
-  const auto [at, ec] = std::from_chars(text.data(), end, seed);
-  if (text.empty() || ec != std::errc() || at != end)
-    throw_usage(fmt::format("--seed '{}': expected a whole number from 0 to {}", text,
-                            std::numeric_limits<uint64_t>::max()));
-  return seed;
-}
-
 void report_data(const char* what, const data_summary& s) {
   fmt::print(stderr, "{} {}: {} lines, {} tokens\n", what, s.source, s.lines, s.tokens);
   if (s.new_words > 0)

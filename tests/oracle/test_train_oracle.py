@@ -126,6 +126,26 @@ def test_heatmap_of_a_model_shows_the_attention_pytorch_computes(attn, next_word
         assert abs(got - want[h, i, j].item()) < 1e-5, (h, i, j, got, want[h, i, j].item())
 
 
+def torch_encoder_layer(t, config, i, norm_first):
+    """Encoder layer i of the file as PyTorch's own nn.TransformerEncoderLayer (ReLU, eval mode:
+    no dropout)."""
+    layer = torch.nn.TransformerEncoderLayer(config["dim"], config["heads"], dim_feedforward=config["feedforward"],
+                                             dropout=0.0, batch_first=True, norm_first=norm_first).double().eval()
+    p = f"layers.{i}."
+    a = p + "attention."
+    with torch.no_grad():
+        layer.self_attn.in_proj_weight.copy_(torch.cat(
+            [t[a + "q_proj_weight"], t[a + "k_proj_weight"], t[a + "v_proj_weight"]]))
+        layer.self_attn.in_proj_bias.copy_(torch.cat(
+            [t[a + "q_proj_bias"], t[a + "k_proj_bias"], t[a + "v_proj_bias"]]))
+        layer.self_attn.out_proj.weight.copy_(t[a + "out_proj.weight"])
+        layer.self_attn.out_proj.bias.copy_(t[a + "out_proj.bias"])
+        for name in ["norm1", "norm2", "linear1", "linear2"]:
+            getattr(layer, name).weight.copy_(t[p + name + ".weight"])
+            getattr(layer, name).bias.copy_(t[p + name + ".bias"])
+    return layer
+
+
 def torch_encoder_probabilities(t, config, ids):
     """The classifier with encoder layers, rebuilt from the file with PyTorch's own
     nn.TransformerEncoderLayer (post-norm, or pre-norm with norm_first=True followed by the final
@@ -133,24 +153,10 @@ def torch_encoder_probabilities(t, config, ids):
     pooling and the head."""
     table = torch.cat([t["embedding.weight"], t["embedding.new_words"]])
     x = torch_word_window(t, config, table[ids], causal=False).unsqueeze(0)  # [1, L, E]
-    e, heads = config["dim"], config["heads"]
+    e = config["dim"]
     for i in range(config["layers"]):
-        layer = torch.nn.TransformerEncoderLayer(e, heads, dim_feedforward=config["feedforward"],
-                                                 dropout=0.0, batch_first=True,
-                                                 norm_first=config.get("norm_first", False)).double().eval()
-        p = f"layers.{i}."
-        a = p + "attention."
         with torch.no_grad():
-            layer.self_attn.in_proj_weight.copy_(torch.cat(
-                [t[a + "q_proj_weight"], t[a + "k_proj_weight"], t[a + "v_proj_weight"]]))
-            layer.self_attn.in_proj_bias.copy_(torch.cat(
-                [t[a + "q_proj_bias"], t[a + "k_proj_bias"], t[a + "v_proj_bias"]]))
-            layer.self_attn.out_proj.weight.copy_(t[a + "out_proj.weight"])
-            layer.self_attn.out_proj.bias.copy_(t[a + "out_proj.bias"])
-            for name in ["norm1", "norm2", "linear1", "linear2"]:
-                getattr(layer, name).weight.copy_(t[p + name + ".weight"])
-                getattr(layer, name).bias.copy_(t[p + name + ".bias"])
-            x = layer(x)
+            x = torch_encoder_layer(t, config, i, config.get("norm_first", False))(x)
     if config.get("norm_first", False):
         x = F.layer_norm(x, (e,), t["final_norm.weight"], t["final_norm.bias"])
     y = x[0]
@@ -255,24 +261,11 @@ def torch_lm_logits(t, config, ids):
     embedding table itself (tied) plus the output bias. ids [L] → logits [L, V]."""
     table = t["embedding.weight"]
     x = (table[ids] + t["position.weight"][: len(ids)]).unsqueeze(0)
-    e, heads = config["dim"], config["heads"]
+    e = config["dim"]
     mask = torch.triu(torch.full((len(ids), len(ids)), float("-inf"), dtype=torch.float64), 1)
     for i in range(config["layers"]):
-        layer = torch.nn.TransformerEncoderLayer(e, heads, dim_feedforward=config["feedforward"], dropout=0.0,
-                                                 batch_first=True, norm_first=True).double().eval()
-        p = f"layers.{i}."
-        a = p + "attention."
         with torch.no_grad():
-            layer.self_attn.in_proj_weight.copy_(torch.cat(
-                [t[a + "q_proj_weight"], t[a + "k_proj_weight"], t[a + "v_proj_weight"]]))
-            layer.self_attn.in_proj_bias.copy_(torch.cat(
-                [t[a + "q_proj_bias"], t[a + "k_proj_bias"], t[a + "v_proj_bias"]]))
-            layer.self_attn.out_proj.weight.copy_(t[a + "out_proj.weight"])
-            layer.self_attn.out_proj.bias.copy_(t[a + "out_proj.bias"])
-            for name in ["norm1", "norm2", "linear1", "linear2"]:
-                getattr(layer, name).weight.copy_(t[p + name + ".weight"])
-                getattr(layer, name).bias.copy_(t[p + name + ".bias"])
-            x = layer(x, src_mask=mask)
+            x = torch_encoder_layer(t, config, i, norm_first=True)(x, src_mask=mask)
     y = F.layer_norm(x[0], (e,), t["final_norm.weight"], t["final_norm.bias"])
     hidden = F.linear(y, t["output.transform.weight"], t["output.transform.bias"])
     return hidden @ table.T + t["output.bias"]
