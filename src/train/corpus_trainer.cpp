@@ -171,14 +171,16 @@ vocabulary make_vocabulary(const train_options& o, const survey& s) {
   return v;
 }
 
-// lm: the `vocab` most frequent training words, the unknown token and the end token, each row
+// lm: the `vocab` most frequent training words seen at least min_count times (the rarer are
+// <unk>, so <unk> is a target in training too), the unknown token and the end token, each row
 // both an input and an output (the same order, so class c is row c).
 // With frozen word vectors the words that have one come first (the frozen table), then learned
 // rows for the others and the two tokens (new_words).
 vocabulary make_lm_vocabulary(const train_options& o, const survey& s) {
   std::vector<std::string> words;
   for (const auto& [w, n] : by_count(s.counts)) {
-    if (static_cast<int64_t>(words.size()) >= o.vocab) break;
+    // by_count is most frequent first: the rest are rarer still
+    if (static_cast<int64_t>(words.size()) >= o.vocab || n < std::max<int64_t>(o.min_count, 1)) break;
     words.push_back(w);
   }
   vocabulary v;
@@ -496,7 +498,8 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   if (lm) {  // unknown words are read as <unk>, and each paragraph's end is a token too
     result.train.tokens += result.train.unknown_words + s.train_sequences;
     if (result.train.tokens == result.train.unknown_words + s.train_sequences)
-      throw_input(o.data, "no word of the vocabulary in the training text");
+      throw_input(o.data, fmt::format("no word of the training text occurs --min-count {} times (every "
+                                      "word would be <unk>)", std::max<int64_t>(o.min_count, 1)));
   }
   masking m;
   m.share = o.mask_share;

@@ -164,6 +164,24 @@ def test_tokenize_shows_unknown_and_end_tokens(model, tmp_path):
     assert r.out == "the dog . <eos>\nthe <unk> ! <eos>\n", r.out
 
 
+def test_a_word_seen_once_is_unknown_unless_min_count_is_1(corpus, tmp_path):
+    # <unk> must be a training target too, or held-out text's new words each cost ~15 nats.
+    data = tmp_path / "with-zebra.txt"
+    lines = corpus.read_text().splitlines(keepends=True)
+    data.write_text(lines[0] + "the zebra sat on the mat.\n" + "".join(lines[1:]))  # (line 1 trains)
+    for extra, want in [((), "the <unk> . <eos>\n"), (("--min-count", "1"), "the zebra . <eos>\n")]:
+        out = tmp_path / f"m{len(extra)}.safetensors"
+        r = train(data, out, *extra)
+        assert r.code == 0, r.err
+        t = run_attn("tokenize", "--model", out, "the zebra.")
+        assert t.out == want, (extra, t.out)
+    once = tmp_path / "once.txt"
+    once.write_text("every word here occurs once only\n")
+    r = train(once, tmp_path / "never.safetensors")
+    assert r.code == 2 and "--min-count 2" in one_error_line(r), r.err
+    assert not (tmp_path / "never.safetensors").exists()
+
+
 def test_bad_input_is_one_clear_error_and_nothing_is_written(corpus, model, tmp_path):
     out = tmp_path / "never.safetensors"
     empty = tmp_path / "empty.txt"

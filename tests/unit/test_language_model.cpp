@@ -213,3 +213,81 @@ TEST(language_model, a_reused_cache_gives_a_fresh_caches_gradients) {
 }
 
 }  // namespace
+
+namespace {
+
+// A batch is its windows side by side: with a short window (the stream's end) anywhere in it,
+// each parameter's gradient is the rows-weighted sum of each window's gradient alone, and each
+// window's loss is its own. (The windows after a short one are where padding could leak.)
+template <class T>
+void check_short_window_batch(int64_t width, int64_t context, double tolerance) {
+  const network_shape s = lm_shape(2, 4, width, 40, 61);
+  std::vector<int64_t> rows(61);
+  for (int64_t i = 0; i < 61; ++i) rows[static_cast<size_t>(i)] = i;
+  network<T> net(s, rows);
+  std::mt19937 rng(5);
+  std::normal_distribution<double> normal(0.0, 0.3);
+  for (auto* p : net.parameters())
+    for (T& x : p->value) x = static_cast<T>(normal(rng));
+  std::uniform_int_distribution<int64_t> id(0, 60);
+  std::vector<int64_t> stream;
+  for (int64_t i = 0; i < 3 * context + 20; ++i) stream.push_back(id(rng));
+  const auto windows = attn::train::next_token_windows(stream, context);
+  ASSERT_EQ(windows.size(), 4u);
+  ASSERT_LT(windows[3].ids.size(), static_cast<size_t>(context));
+  // The short window second: the windows after it sit past its padding.
+  const std::vector<const attn::train::masked_sequence*> order{&windows[0], &windows[3], &windows[1], &windows[2]};
+  // The cache has held a batch of full windows first, as in training (stale rows where the short
+  // window's padding now is).
+  std::vector<int64_t> full_stream;
+  for (int64_t i = 0; i < 4 * context + 1; ++i) full_stream.push_back(id(rng));
+  const auto full = attn::train::next_token_windows(full_stream, context);
+  const auto grads_of = [&](const std::vector<const attn::train::masked_sequence*>& group, double* loss) {
+    const attn::nn::batch b = attn::train::make_masked_batch(group);
+    attn::nn::network_cache<T> cache;
+    std::vector<const attn::train::masked_sequence*> before;
+    for (const auto& w : full) before.push_back(&w);
+    const attn::nn::batch full_batch = attn::train::make_masked_batch(before);
+    net.forward(full_batch, cache, 0);
+    net.backward(full_batch, cache);
+    net.zero_grad();
+    *loss = net.forward(b, cache, 0);
+    net.backward(b, cache);
+    std::vector<std::vector<T>> g;
+    for (auto* p : net.parameters()) g.push_back(p->grad);
+    return std::pair{g, static_cast<double>(b.rows.size())};
+  };
+  double batch_loss = 0;
+  const auto [want_all, all_rows] = grads_of(order, &batch_loss);
+  std::vector<std::vector<double>> sum;
+  double loss_sum = 0;
+  for (const auto* w : order) {
+    double loss = 0;
+    const auto [g, n] = grads_of({w}, &loss);
+    loss_sum += loss * n;
+    if (sum.empty()) sum.assign(g.size(), {});
+    for (size_t i = 0; i < g.size(); ++i) {
+      sum[i].resize(g[i].size(), 0.0);
+      for (size_t j = 0; j < g[i].size(); ++j) sum[i][j] += g[i][j] * n / all_rows;
+    }
+  }
+  EXPECT_NEAR(batch_loss, loss_sum / all_rows, tolerance);
+  const auto params = net.parameters();
+  for (size_t i = 0; i < sum.size(); ++i) {
+    double worst = 0, largest = 0;
+    for (size_t j = 0; j < sum[i].size(); ++j) {
+      worst = std::max(worst, std::fabs(sum[i][j] - want_all[i][j]));
+      largest = std::max(largest, std::fabs(sum[i][j]));
+    }
+    EXPECT_LE(worst, tolerance * std::max(largest, 1.0)) << params[i]->name << " (" << sizeof(T) * 8 << "-bit)";
+  }
+}
+
+TEST(language_model, a_batch_with_a_short_window_gives_each_window_its_own_gradient) {
+  for (const auto& [width, context] : {std::pair{20, 37}, std::pair{100, 32}}) {
+    check_short_window_batch<double>(width, context, 1e-12);
+    check_short_window_batch<float>(width, context, 1e-5);
+  }
+}
+
+}  // namespace
