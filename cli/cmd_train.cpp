@@ -138,9 +138,6 @@ void run(const train_args& args, const train_hooks& hooks) {
     throw_usage("--vectors and --learn-embeddings exclude each other");
   const gradient_exchange* exchange = hooks.exchange;
   const int processes = exchange != nullptr ? exchange->processes : 1;
-  if (streamed && processes > 1)
-    throw_usage(fmt::format("data-parallel training is for next-word and classify; train {} "
-                            "models with attn (one process)", args.task));
   std::optional<vectors> word_vectors;
   if (args.learn_embeddings <= 0) {
     const auto load = [&] { word_vectors = load_vectors(args.vectors); };
@@ -212,10 +209,11 @@ void run(const train_args& args, const train_hooks& hooks) {
   progress.clear();
   if (result.stopped && !result.checkpoint.empty()) {
     const bool asked = interrupted.load();
-    fmt::print(stderr, "{}: the training state is in {}; the same command with --resume goes "
-                       "on from there ({} not written)\n",
-               asked ? "interrupted" : fmt::format("stopped after {} steps", o.stop_after_steps),
-               result.checkpoint, args.output);
+    if (hooks.speaks)
+      fmt::print(stderr, "{}: the training state is in {}; the same command with --resume goes "
+                         "on from there ({} not written)\n",
+                 asked ? "interrupted" : fmt::format("stopped after {} steps", o.stop_after_steps),
+                 result.checkpoint, args.output);
     std::exit(asked ? 130 : 0);
   }
   if (result.stopped) {
@@ -359,7 +357,7 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--lr", args->lr, "Peak learning rate (default 0.001; lm: 0.003)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--batch", args->batch, "Lines per step (default 32)")
+  sub->add_option("--batch", args->batch, "Lines per step (default 32; lm: windows)")
       ->check(CLI::PositiveNumber);
   // Parsed by attn, not CLI11, whose unsigned conversion wraps -1 and 2^64 into valid seeds.
   sub->add_option_function<std::string>(

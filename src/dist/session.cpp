@@ -15,9 +15,18 @@ session::session(int& argc, char**& argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   serialized_threads = provided >= MPI_THREAD_SERIALIZED;
+  // A command that ends with std::exit (attn train stopped after N steps) skips this object's
+  // destructor: finalise then too, or mpirun reports the rank as failed.
+  std::atexit(finalize_once);
 }
 
-session::~session() { MPI_Finalize(); }
+session::~session() { finalize_once(); }
+
+void finalize_once() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
 
 int rank() {
   int r = 0;

@@ -13,6 +13,9 @@ class session {
   session& operator=(const session&) = delete;
 };
 
+// Ends the MPI session unless it has ended (the session's destructor, and at std::exit).
+void finalize_once();
+
 // Whether MPI lets a thread other than the main one make MPI calls (one thread at a time).
 extern bool serialized_threads;
 

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <unordered_map>
@@ -34,6 +35,7 @@
 #include "train/masking.hpp"
 #include "train/model_input.hpp"
 #include "train/optimizer.hpp"
+#include "train/sharded_step.hpp"
 #include "train/trainer_parts.hpp"
 
 namespace attn::train {
@@ -579,20 +581,35 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   const auto seconds_since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
   const auto run_seconds = [&] { return seconds_before + seconds_since(start); };
   const int64_t first_done = p.done, first_tokens = p.all_tokens;
+  const bool shared = cb.exchange != nullptr && cb.exchange->processes > 1;
+  const bool writes = cb.exchange == nullptr || cb.exchange->process == 0;  // the checkpoint
   const auto stop_here = [&]() -> bool {
-    const bool asked = cb.stop != nullptr && cb.stop->load();
+    // A data-parallel run's processes could not agree on the step a signal came at: they are
+    // stopped by ending them, and resume from the last periodic checkpoint.
+    const bool asked = !shared && cb.stop != nullptr && cb.stop->load();
     return asked || (o.stop_after_steps > 0 && p.done >= o.stop_after_steps);
+  };
+  // The time budget's clock, read once a step: process 0's in a data-parallel run, so that every
+  // process takes the same learning rate and stops at the same step.
+  double step_seconds = seconds_before;
+  const auto read_clock = [&] {
+    step_seconds = run_seconds();
+    if (!shared || !(lm && o.time_limit > 0)) return;
+    std::vector<char> mine(sizeof(double));
+    std::memcpy(mine.data(), &step_seconds, sizeof(double));
+    const std::vector<char> every = cb.exchange->all_gather(mine);
+    std::memcpy(&step_seconds, every.data(), sizeof(double));
   };
   // Whether a budget other than the epochs is spent (then the epoch in progress is the last).
   const auto budget_spent = [&]() -> std::string {
     if (p.done >= total) return o.max_tokens > 0 && token_steps <= steps * epochs ? "--max-tokens" : "";
-    if (lm && o.time_limit > 0 && run_seconds() >= o.time_limit) return "--time";
+    if (lm && o.time_limit > 0 && step_seconds >= o.time_limit) return "--time";
     return "";
   };
   // The learning rate's schedule by steps, or, with a time budget, by the share of it spent.
   const auto schedule_step = [&]() -> int64_t {
     if (!(lm && o.time_limit > 0)) return p.done;
-    const double share = std::min(1.0, run_seconds() / o.time_limit);
+    const double share = std::min(1.0, step_seconds / o.time_limit);
     return std::max<int64_t>(p.done, std::llround(share * static_cast<double>(total)));
   };
   const auto score_valid = [&] {
@@ -640,7 +657,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
       for (; p.batch < chunk_batches; ++p.batch) {
         if (stop_here()) {
           p.seconds = run_seconds();
-          if (!o.checkpoint.empty())
+          if (!o.checkpoint.empty() && writes)
             save_checkpoint(o.checkpoint, format, fingerprint, p, result.epochs, params, optimiser, best_weights);
           result.checkpoint_written = !o.checkpoint.empty() || result.checkpoint_written;
           result.checkpoint = o.checkpoint;
@@ -657,22 +674,26 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
         const size_t first = static_cast<size_t>(p.batch) * batch, end = std::min(items, first + batch);
         for (size_t k = first; k < end && !lm; ++k) masked.push_back(mask_words(chunk[k], m, r));
         for (size_t k = first; k < end; ++k) group.push_back(lm ? &windows[k] : &masked[k - first]);
-        const nn::batch b = make_masked_batch(group);
-        if (!b.rows.empty()) {
-          net.zero_grad();
-          const uint64_t dropout_seed = c.dropout > 0 ? (r.next() | 1) : 0;
-          const float loss = net.forward(b, cache, dropout_seed);
-          net.backward(b, cache);
-          clip_gradients(params, o.clip);
-          p.loss_sum += static_cast<double>(loss) * static_cast<double>(b.rows.size());
-          p.rows_sum += static_cast<int64_t>(b.rows.size());
-        }
+        // The step's gradient: the batch's, or its shards' summed in order (attn-mpi: each
+        // process computes its own shards and they swap them).
+        const uint64_t dropout_seed = c.dropout > 0 ? (r.next() | 1) : 0;
+        int64_t rows = 0;
+        for (const masked_sequence* g : group) rows += static_cast<int64_t>(g->positions.size());
+        const auto batch_of = [&](int64_t from, int64_t to) {
+          return make_masked_batch({group.begin() + from, group.begin() + to});
+        };
+        const step_totals t = sharded_gradients(net, static_cast<int64_t>(group.size()), rows, batch_of,
+                                                o.shards, dropout_seed, cb.exchange, cache);
+        if (t.rows > 0) clip_gradients(params, o.clip);
+        p.loss_sum += t.loss_sum;
+        p.rows_sum += t.rows;
         // Every step counts, even one with nothing to predict, so the schedule stays fixed.
+        read_clock();
         const double lr = learning_rate(schedule_step(), total, warmup, o.lr);
         optimiser.step(lr);
         ++p.done;
-        p.epoch_tokens += b.tokens();
-        p.all_tokens += b.tokens();
+        p.epoch_tokens += t.tokens;
+        p.all_tokens += t.tokens;
         if (cb.on_step) {
           const double elapsed = seconds_since(start);
           const auto here = static_cast<double>(p.done - first_done);
@@ -682,7 +703,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
           cb.on_step({epoch, epochs, in_epoch, steps, p.loss_sum / static_cast<double>(std::max<int64_t>(p.rows_sum, 1)), lr,
                       elapsed > 0 ? static_cast<double>(p.all_tokens - first_tokens) / elapsed : 0.0, eta});
         }
-        if (o.checkpoint_steps > 0 && p.done % o.checkpoint_steps == 0 && !o.checkpoint.empty()) {
+        if (o.checkpoint_steps > 0 && p.done % o.checkpoint_steps == 0 && !o.checkpoint.empty() && writes) {
           progress at = p;
           ++at.batch;  // this batch is done
           at.seconds = run_seconds();

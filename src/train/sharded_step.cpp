@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -123,13 +124,15 @@ uint64_t shard_seed(uint64_t step_seed, int64_t shard) {
   return (z ^ (z >> 31)) | 1;
 }
 
-step_totals sharded_gradients(nn::network<float>& net, const std::vector<const encoded_example*>& group,
-                              text_task task, int64_t shards, uint64_t dropout_seed,
-                              const gradient_exchange* exchange, nn::network_cache<float>& cache) {
+step_totals sharded_gradients(nn::network<float>& net, int64_t items, int64_t all_rows,
+                              const std::function<nn::batch(int64_t, int64_t)>& batch_of, int64_t shards,
+                              uint64_t dropout_seed, const gradient_exchange* exchange,
+                              nn::network_cache<float>& cache) {
   const int processes = exchange != nullptr ? exchange->processes : 1;
   if (shards == 1 && processes == 1) {  // the plain batch gradient
-    const nn::batch b = make_batch(group, task);
+    const nn::batch b = batch_of(0, items);
     net.zero_grad();
+    if (b.rows.empty()) return {0.0, 0, b.tokens()};
     const float loss = net.forward(b, cache, dropout_seed);
     net.backward(b, cache);
     const auto rows = static_cast<int64_t>(b.rows.size());
@@ -137,26 +140,25 @@ step_totals sharded_gradients(nn::network<float>& net, const std::vector<const e
   }
   if (shards % processes != 0)
     throw_usage(fmt::format("--shards {} is not a multiple of the {} processes", shards, processes));
-  int64_t all_rows = 0;
-  for (const encoded_example* e : group) all_rows += e->predictions();
-  const auto n = static_cast<int64_t>(group.size());
   const int64_t mine = shards / processes;
   const int64_t first = (exchange != nullptr ? exchange->process : 0) * mine;
   std::vector<char> computed;
   for (int64_t s = first; s < first + mine; ++s) {
-    const std::vector<const encoded_example*> part(group.begin() + s * n / shards,
-                                                   group.begin() + (s + 1) * n / shards);
+    const int64_t begin = s * items / shards, end = (s + 1) * items / shards;
     step_totals t;
     net.zero_grad();
-    if (!part.empty()) {
-      const nn::batch b = make_batch(part, task);
-      const float loss = net.forward(b, cache, shard_seed(dropout_seed, s));
-      net.backward(b, cache);
-      t = {static_cast<double>(loss) * static_cast<double>(b.rows.size()),
-           static_cast<int64_t>(b.rows.size()), b.tokens()};
+    if (end > begin) {
+      const nn::batch b = batch_of(begin, end);
+      t.tokens = b.tokens();
+      if (!b.rows.empty()) {
+        const float loss = net.forward(b, cache, shard_seed(dropout_seed, s));
+        net.backward(b, cache);
+        t.loss_sum = static_cast<double>(loss) * static_cast<double>(b.rows.size());
+        t.rows = static_cast<int64_t>(b.rows.size());
+      }
     }
     // The shard's loss is its own rows' mean; the batch's is over all rows.
-    const float scale = static_cast<float>(static_cast<double>(t.rows) / static_cast<double>(all_rows));
+    const float scale = static_cast<float>(static_cast<double>(t.rows) / static_cast<double>(std::max<int64_t>(all_rows, 1)));
     write_shard(net, t, scale, computed);
   }
   const std::vector<char> every = exchange != nullptr ? exchange->all_gather(computed) : computed;
@@ -171,6 +173,18 @@ step_totals sharded_gradients(nn::network<float>& net, const std::vector<const e
   }
   if (!r.done()) throw std::runtime_error("the gradient shards do not add up");
   return sum;
+}
+
+step_totals sharded_gradients(nn::network<float>& net, const std::vector<const encoded_example*>& group,
+                              text_task task, int64_t shards, uint64_t dropout_seed,
+                              const gradient_exchange* exchange, nn::network_cache<float>& cache) {
+  int64_t all_rows = 0;
+  for (const encoded_example* e : group) all_rows += e->predictions();
+  const auto batch_of = [&](int64_t begin, int64_t end) {
+    return make_batch(std::vector<const encoded_example*>(group.begin() + begin, group.begin() + end), task);
+  };
+  return sharded_gradients(net, static_cast<int64_t>(group.size()), all_rows, batch_of, shards, dropout_seed,
+                           exchange, cache);
 }
 
 }  // namespace attn::train

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "attn/train.hpp"
@@ -28,6 +29,14 @@ struct step_totals {
 step_totals sharded_gradients(nn::network<float>& net, const std::vector<const encoded_example*>& group,
                               text_task task, int64_t shards, uint64_t dropout_seed,
                               const gradient_exchange* exchange, nn::network_cache<float>& cache);
+
+// The same for any items (the corpus trainer's windows and masked sentences): `items` items make
+// the batch, all_rows predictions in all, and batch_of(begin, end) is the batch of items
+// [begin, end). The plain path (one shard, one process) is batch_of(0, items)'s own gradient.
+step_totals sharded_gradients(nn::network<float>& net, int64_t items, int64_t all_rows,
+                              const std::function<nn::batch(int64_t, int64_t)>& batch_of, int64_t shards,
+                              uint64_t dropout_seed, const gradient_exchange* exchange,
+                              nn::network_cache<float>& cache);
 
 // Shard s's dropout seed (0 stays 0: no dropout; shard 0 keeps the step's seed).
 uint64_t shard_seed(uint64_t step_seed, int64_t shard);

@@ -89,9 +89,6 @@ void check_options(const train_options& o) {
   if (o.window < -1 || o.window > 64)
     throw_usage(fmt::format("--window must be between 0 and 64, got {}", o.window));
   if (o.shards < 1) throw_usage(fmt::format("--shards must be at least 1, got {}", o.shards));
-  if (o.shards > 1 && (o.task == text_task::masked_word || o.task == text_task::lm))
-    throw_usage(fmt::format("--shards is for next-word and classify ({} computes each batch in one pass)",
-                            task_name(o.task)));
   if (!(o.dropout >= 0 && o.dropout < 1))
     throw_usage(fmt::format("--dropout must be in [0, 1), got {}", o.dropout));
   if ((o.word_vectors == nullptr) == (o.learn_embeddings <= 0))

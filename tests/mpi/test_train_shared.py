@@ -1,6 +1,7 @@
 """attn-mpi train: data-parallel training over 2 and 3 ranks writes the model of the one-process
-attn train --shards K bit for bit (classify and next-word, with dropout and learned rows), and
-its errors as one line with no model file."""
+attn train --shards K bit for bit (classify, next-word, the language model and masked-word, with
+dropout and learned rows; a stopped language model resumes to the same file), and its errors as
+one line with no model file."""
 import os
 
 import pytest
@@ -82,8 +83,51 @@ def test_errors_are_one_line_and_no_model(tmp_path):
                       "-o", tmp_path / "m.safetensors")
     assert uneven.code == 1
     assert "--shards 3 is not a multiple of the 2 ranks" in one_error_line(uneven)
-    masked = attn_mpi(2, "train", "--task", "masked-word", "--data", data,
-                      "-o", tmp_path / "m.safetensors")
-    assert masked.code == 1
-    assert "masked-word" in one_error_line(masked)
     assert not [p for p in os.listdir(tmp_path) if p.startswith("m.")]
+
+
+def paragraphs(n):
+    """Plain text, one paragraph a line, for the corpus trainer's tasks (lm, masked-word)."""
+    words = POSITIVE + NEGATIVE + FILLER
+    return "".join(" ".join(words[(i * 7 + j * 5) % len(words)] for j in range(3 + (i * 11) % 13)) + " .\n"
+                   for i in range(n))
+
+
+LM = ["--task", "lm", "--layers", "1", "--context", "16", "--batch", "6", "--epochs", "2", "--threads", "1"]
+
+
+def test_the_language_model_equals_one_process_with_as_many_shards(tmp_path):
+    # 240 paragraphs: some held out, windows of 16 in batches of 6 (the last batch short), dropout on.
+    data = tmp_path / "text.txt"
+    data.write_text(paragraphs(240))
+    one, _ = train(tmp_path, "one", 0, *LM, "--data", data, "--shards", 2)
+    shared, r = train(tmp_path, "shared", 2, *LM, "--data", data)
+    assert one == shared
+    assert r.err.count("saved ") == 1 and r.err.count("kept epoch") == 1  # rank 0 alone speaks
+    plain, _ = train(tmp_path, "plain", 0, *LM, "--data", data)
+    assert plain != one
+
+
+def test_a_stopped_shared_language_model_resumes_to_the_same_file(tmp_path):
+    # Rank 0 alone writes the checkpoint; every rank resumes from it.
+    data = tmp_path / "text.txt"
+    data.write_text(paragraphs(240))
+    one, _ = train(tmp_path, "one", 0, *LM, "--data", data, "--shards", 2)
+    out = tmp_path / "resumed.safetensors"
+    stopped = attn_mpi(2, "train", *LM, "--data", data, "--stop-after-steps", 5, "-o", out)
+    assert stopped.code == 0, stopped.err
+    assert stopped.err.count("the training state is in") == 1 and not out.exists()
+    resumed = attn_mpi(2, "train", *LM, "--data", data, "--resume", "-o", out)
+    assert resumed.code == 0, resumed.err
+    assert out.read_bytes() == one
+    assert not os.path.exists(str(out) + ".checkpoint")
+
+
+def test_the_masked_word_model_equals_one_process_with_as_many_shards(tmp_path):
+    data = tmp_path / "text.txt"
+    data.write_text(paragraphs(240))
+    common = ["--task", "masked-word", "--data", data, "--layers", "1", "--epochs", "1", "--batch", "8",
+              "--threads", "1"]
+    one, _ = train(tmp_path, "one", 0, *common, "--shards", 2)
+    shared, _ = train(tmp_path, "shared", 2, *common)
+    assert one == shared

@@ -9,6 +9,8 @@
 
 #include "nn/network.hpp"
 #include "train/dataset.hpp"
+#include "train/lm_stream.hpp"
+#include "train/masking.hpp"
 #include "train/sharded_step.hpp"
 
 namespace {
@@ -102,6 +104,53 @@ TEST(sharded_step, shards_sum_to_the_batch_gradient) {
       EXPECT_EQ(t.tokens, whole.tokens);
       EXPECT_NEAR(t.loss_sum, whole.loss_sum, 1e-5 * whole.loss_sum);
     }
+  }
+}
+
+// The corpus trainer's items (here a language model's windows, the last one short) through the
+// batch-maker form: one shard is the plain batch bit for bit, more shards sum to it.
+TEST(sharded_step, language_model_windows_shard_as_examples_do) {
+  const int64_t words = 40, width = 16;
+  const network_shape s{.vocabulary = words, .new_words = 0, .embed = width, .width = width, .heads = 2,
+                        .layers = 1, .feedforward = 24, .norm_first = true,
+                        .pool = attn::nn::pool_kind::token, .hidden = width, .classes = words,
+                        .positions = 12, .causal = true, .train_embeddings = true, .dropout = 0.0,
+                        .tied_output = true};
+  std::vector<int64_t> rows(static_cast<size_t>(words));
+  for (int64_t i = 0; i < words; ++i) rows[static_cast<size_t>(i)] = i;
+  network<float> net(s, rows);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 0.3f);
+  for (auto* p : net.parameters())
+    for (float& x : p->value) x = normal(rng);
+  std::uniform_int_distribution<int64_t> id(0, words - 1);
+  std::vector<int64_t> stream;
+  for (int i = 0; i < 5 * 12 + 6; ++i) stream.push_back(id(rng));
+  const auto windows = attn::train::next_token_windows(stream, 12);
+  std::vector<const attn::train::masked_sequence*> group;
+  int64_t all_rows = 0;
+  for (const auto& w : windows) {
+    group.push_back(&w);
+    all_rows += static_cast<int64_t>(w.positions.size());
+  }
+  const auto batch_of = [&](int64_t from, int64_t to) {
+    return attn::train::make_masked_batch({group.begin() + from, group.begin() + to});
+  };
+  const auto n = static_cast<int64_t>(group.size());
+  attn::nn::network_cache<float> cache;
+  const attn::nn::batch b = batch_of(0, n);
+  net.zero_grad();
+  const float loss = net.forward(b, cache, 0);
+  net.backward(b, cache);
+  const auto plain = grads(net);
+  const auto whole = attn::train::sharded_gradients(net, n, all_rows, batch_of, 1, 0, nullptr, cache);
+  EXPECT_EQ(grads(net), plain);
+  EXPECT_EQ(whole.loss_sum, static_cast<double>(loss) * static_cast<double>(all_rows));
+  for (int64_t shards : {2, 4, 8}) {  // 8 shards of 6 windows: two are empty
+    const auto t = attn::train::sharded_gradients(net, n, all_rows, batch_of, shards, 0, nullptr, cache);
+    expect_close(grads(net), plain);
+    EXPECT_EQ(t.rows, all_rows) << shards << " shards";
+    EXPECT_EQ(t.tokens, whole.tokens);
   }
 }
 
