@@ -27,7 +27,9 @@ class causal_decoder {
  private:
   const network<float>& net_;
   std::vector<float> output_table_;             // the output words' rows [C, Ein]
-  std::vector<std::vector<float>> keys_, values_;  // each layer's [positions, E], heads side by side
+  // Each layer's keys and values, dimension-major [E, positions] (head h's rows h·D … h·D + D − 1),
+  // so that one query's scores and weighted sum run along the positions.
+  std::vector<std::vector<float>> keys_, values_;
   int64_t length_ = 0;
   // One token's working rows.
   std::vector<float> x_, normed_, q_, k_, v_, merged_, attended_, hidden_, pre_, scores_, mean_, rstd_;

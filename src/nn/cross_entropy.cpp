@@ -7,31 +7,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <bit>
 
-#include "kernels/simd.hpp"
+#include "kernels/exp_nonpositive.hpp"
 
 namespace attn::nn {
 
 namespace {
 
-// e^x for finite x ≤ 0 (x − max of a row), to a relative error near 1e-7: 2^u = 2^i · 2^f with i the
-// integer part of u = x·log2(e) and f in [0, 1) by the attention kernels' degree-6 polynomial. Written so that
-// `omp simd` vectorises it (truncation and integer shifts only). x may be a rounding error
-// above 0 (z − lse): 2^f then covers it.
-inline float exp_nonpositive(float x) {
-  const float u = x * 1.44269504088896341f;
-  // Below 2^-126 the result is flushed to 0 (the exponent bits clamp at 0). The clamp is on the
-  // integer, since a float max is not if-converted without -ffast-math and the loop would not
-  // vectorise; u + 127 > 0 then truncates as the floor does.
-  const auto raw = static_cast<int32_t>(u + 127.0f);
-  const int32_t biased = raw > 0 ? raw : 0;
-  const float f = u - static_cast<float>(biased - 127);  // [0, 1), exact
-  // The attention kernels' fit (kernels/simd.hpp), Horner's scheme written out.
-  constexpr const float* c = simd::exp2_poly;
-  const float p = c[0] + f * (c[1] + f * (c[2] + f * (c[3] + f * (c[4] + f * (c[5] + f * c[6])))));
-  return p * std::bit_cast<float>(biased << 23);
-}
+using kernels::exp_nonpositive;
 
 double row_log_sum_exp(const double* z, int64_t c) {
   const double top = *std::max_element(z, z + c);
