@@ -61,3 +61,37 @@ def test_words_past_the_vocabulary_are_the_unknown_token_and_count():
     assert len(vocabulary) == 7  # the 5 most frequent words, <unk> and <eos>
     loss, tokens, unknown = model.score([kn.in_vocabulary(attn.tokenize("a zebra sat"), vocabulary)])
     assert tokens == 4 and unknown == 2 and math.isfinite(loss)
+
+
+spec_arrays = importlib.util.spec_from_file_location(
+    "kneser_ney_arrays", os.path.join(HERE, "..", "..", "bench", "peers", "kneser_ney_arrays.py"))
+kna = importlib.util.module_from_spec(spec_arrays)
+spec_arrays.loader.exec_module(kna)
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 4, 5])
+def test_the_array_version_gives_the_dictionary_versions_probabilities(order, tmp_path):
+    # kneser_ney_arrays.py (for 40M words) against kneser_ney.py (the readable one), token by
+    # token, on held-out text with unseen contexts and <unk>; a vocabulary of 12 leaves many <unk>.
+    model, vocabulary = trained(order, vocab=12)
+    lines = lambda texts: "".join(" ".join(kn.in_vocabulary(attn.tokenize(t), vocabulary)) + "\n" for t in texts)
+    train, test = tmp_path / "train.tok", tmp_path / "test.tok"
+    train.write_text(lines(TEXT))
+    test.write_text(lines(["The cat saw a log on the mat.", "A dog, a cat and a zebra.", "The the the."]))
+    index = {kna.START: 0}
+    train_ids, train_starts = kna.read_ids(str(train), index)
+    test_ids, test_starts = kna.read_ids(str(test), index)
+    arrays = kna.ArrayKneserNey(order, len(vocabulary), max(1, (len(index) - 1).bit_length()), 0)
+    arrays.train(train_ids, train_starts)
+    got = arrays.log_probabilities(test_ids, test_starts)
+    words = {i: w for w, i in index.items()}
+    want, k = [], 0
+    for start in list(test_starts) + [len(test_ids)]:
+        if start == 0:
+            continue
+        paragraph = [words[int(i)] for i in test_ids[k:start]]
+        padded = [kn.START] * (order - 1) + paragraph
+        want += [math.log(model.probability(padded[i], padded[i - order + 1:i])) for i in range(order - 1, len(padded))]
+        k = start
+    assert len(got) == len(want) == len(test_ids)
+    assert max(abs(g - w) for g, w in zip(got, want)) < 1e-9
