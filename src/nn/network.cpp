@@ -326,7 +326,8 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
   const int64_t tokens = b.size * b.length, rows = static_cast<int64_t>(b.rows.size());
   const int64_t p = s.pooled();
   // loss = cross_entropy(logits, targets)
-  std::vector<T> dlogits(c.logits.size());
+  std::vector<T>& dlogits = c.dlogits;  // every entry written below
+  dlogits.resize(c.logits.size());
   cross_entropy_backward(c.logits.data(), b.targets.data(), dlogits.data(), rows, s.classes, T(1),
                          c.row_lse.size() == static_cast<size_t>(rows) ? c.row_lse.data() : nullptr);
   std::vector<T> dhidden(c.hidden.size(), T(0)), dpre;
@@ -334,7 +335,8 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
   if (s.tied_output) {
     // logits = hidden·Tᵀ + b2 with T = table[output_rows]: dT goes back to the rows it came from
     const bool rows_train = output_rows_train();  // frozen rows need no dT (a V×Ein product)
-    std::vector<T> dtable(rows_train ? c.output_table.size() : 0, T(0));
+    std::vector<T>& dtable = c.dtable;
+    dtable.assign(rows_train ? c.output_table.size() : 0, T(0));
     linear_backward(dlogits.data(), c.hidden.data(), c.output_table.data(), dhidden.data(),
                     rows_train ? dtable.data() : nullptr, b2.grad.data(), rows, s.hidden, s.classes);
     if (rows_train) {

@@ -120,6 +120,10 @@ struct network_cache {
   std::vector<T> output_table;      // tied output: the output words' embedding rows [C, Ein]
   std::vector<T> logits;            // [R, C]
   std::vector<T> row_lse;           // each row's log-sum-exp [R] (the loss's, for backward)
+  // Backward's scratch for the output's gradients, its largest arrays ([R, C] and [C, Ein]: 268 MB
+  // a step for a 16k-word language model), kept so that each step reuses the memory instead of
+  // faulting in and zeroing fresh pages. Not part of the forward's results.
+  mutable std::vector<T> dlogits, dtable;
 
   // The last block's attention (its per-head Q, K, V and row log-sum-exp).
   const self_attention_cache<T>& last_attention() const {

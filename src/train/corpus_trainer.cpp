@@ -49,6 +49,7 @@ constexpr int64_t default_min_steps = 3000;
 constexpr int64_t default_lm_min_steps = 500;  // 2M tokens at the default shape
 constexpr int64_t max_epochs = 100;
 constexpr size_t score_batch = 64;
+constexpr size_t score_logits = size_t{1} << 25;  // 128 MB of logits at most, scoring
 
 uint64_t mix(uint64_t a, uint64_t b) {
   uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
@@ -233,12 +234,25 @@ word_sequence encode(const std::vector<std::string>& tokens, const word_index& i
 }
 
 // Mean cross-entropy and accuracy over the hidden words of the held-out sequences.
+// Groups of up to score_batch sequences, fewer when their logits would pass score_logits floats
+// (a 16k-word language model's 64 windows of 512 would be 2 GB).
 scored_examples score(const nn::network<float>& net, const std::vector<masked_sequence>& valid) {
   score_tally tally;
-  for (size_t begin = 0; begin < valid.size(); begin += score_batch) {
-    std::vector<const masked_sequence*> group;
-    for (size_t i = begin; i < std::min(valid.size(), begin + score_batch); ++i) group.push_back(&valid[i]);
-    tally.add(net, make_masked_batch(group));
+  const auto classes = static_cast<size_t>(net.shape().classes);
+  std::vector<const masked_sequence*> group;
+  size_t rows = 0;
+  for (size_t i = 0; i <= valid.size(); ++i) {
+    const size_t more = i < valid.size() ? valid[i].positions.size() : 0;
+    const bool full = group.size() == score_batch || (rows + more) * classes > score_logits;
+    if (!group.empty() && (i == valid.size() || full)) {
+      tally.add(net, make_masked_batch(group));
+      group.clear();
+      rows = 0;
+    }
+    if (i < valid.size()) {
+      group.push_back(&valid[i]);
+      rows += more;
+    }
   }
   return tally.result();
 }

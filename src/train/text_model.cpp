@@ -392,11 +392,14 @@ void score_tally::add(const nn::network<float>& net, const nn::batch& b) {
   if (rows == 0) return;
   const int64_t classes = net.shape().classes;
   loss_sum += static_cast<double>(net.forward(b, cache)) * static_cast<double>(rows);
+  int64_t right = 0;  // (the rows' argmax: a language model's 4k rows × 16k words)
+#pragma omp parallel for reduction(+ : right) if (rows * classes >= (int64_t{1} << 20))
   for (int64_t r = 0; r < rows; ++r) {
     const float* z = cache.logits.data() + r * classes;
     const int64_t best = std::max_element(z, z + classes) - z;
-    correct += best == b.targets[static_cast<size_t>(r)] ? 1 : 0;
+    right += best == b.targets[static_cast<size_t>(r)] ? 1 : 0;
   }
+  correct += right;
   n += rows;
 }
 
