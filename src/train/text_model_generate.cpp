@@ -39,6 +39,16 @@ int64_t choose(const std::vector<float>& logits, int64_t banned, const generatio
   std::vector<double> p(static_cast<size_t>(c));
   for (int64_t i = 0; i < c; ++i)
     p[static_cast<size_t>(i)] = i == banned ? 0.0 : std::exp((logits[static_cast<size_t>(i)] - top) / o.temperature);
+  if (o.top_k == 0 && o.top_p >= 1) {  // no cut: draw in id order, with no sort of the vocabulary
+    double total = 0;
+    for (double x : p) total += x;
+    double u = r.uniform() * total;
+    for (int64_t i = 0; i < c; ++i) {
+      u -= p[static_cast<size_t>(i)];
+      if (u < 0) return i;  // (the banned token's p is 0: never here)
+    }
+    return best;  // u rounded past the sum
+  }
   std::vector<int64_t> order(static_cast<size_t>(c));
   std::iota(order.begin(), order.end(), int64_t{0});
   // Most likely first, ties to the lower id, so the cut never depends on the sort.
