@@ -39,8 +39,9 @@ std::vector<subcommand> standard_subcommands() {
   return {
       {"embed",
        "attn embed [--vectors PATH] [--scale sqrt|none|NUMBER] [--format text|json|csv|npy] "
-       "[-o FILE] [--strict] TEXT | --batch FILE\n       attn embed --model MODEL "
-       "[--format text|json|csv|npy] [-o FILE] [--strict] TEXT | --batch FILE",
+       "[--pool mean|max|cls|last [--normalize]] [-o FILE] [--strict] TEXT | --batch FILE\n"
+       "       attn embed --model MODEL [--hide-token] [--format text|json|csv|npy] "
+       "[--pool mean|max|cls|last [--normalize]] [-o FILE] [--strict] TEXT | --batch FILE",
        add_embed_command},
       {"bench",
        "attn bench [--causal] [--backward] [--threads T] [--reps R] [--kernel fused|reference] "
@@ -54,7 +55,7 @@ std::vector<subcommand> standard_subcommands() {
        "attn heatmap [--vectors PATH | --model MODEL [--layer all|N]] [--head all|N] [--scale sqrt|none|NUMBER] "
        "TEXT -o FILE.svg|FILE.html",
        add_heatmap_command},
-      {"neighbors", "attn neighbors [--vectors PATH | --model MODEL] [--top K] --word W TEXT",
+      {"neighbors", "attn neighbors [--vectors PATH | --model MODEL [--hide-token]] [--top K] --word W TEXT",
        add_neighbors_command},
       {"mha",
        "attn mha --weights W.safetensors --heads H --query Q.npy [--key K.npy --value V.npy] "
@@ -77,7 +78,7 @@ std::vector<subcommand> standard_subcommands() {
        "[--context T] [--max-tokens N] [--time 30m] [--resume] -o MODEL.safetensors",
        add_train_command},
       {"predict", "attn predict --model MODEL [--top K] TEXT", add_predict_command},
-      {"eval", "attn eval --model MODEL --data FILE", add_eval_command},
+      {"eval", "attn eval --model MODEL --data FILE [--every N] [--seed S]", add_eval_command},
       {"generate",
        "attn generate [--model MODEL] [--max-words N] [--temperature T] [--top-k K] [--top-p P] "
        "[--seed S] [PROMPT]",

@@ -89,6 +89,9 @@ struct batch_plan {
   unknown_terms terms;
   bool strict = false;
   make_record make;
+  // > 0: each record is one row of that many float32s (a sentence vector, --format npy), and
+  // the output is one .npy array [lines, npy_columns] written when the last line is done.
+  int64_t npy_columns = 0;
 };
 
 // A loop that reads `input`'s lines and writes the plan's records to `output`, in input order.

@@ -8,6 +8,7 @@
 
 #include "attn/embed.hpp"
 #include "attn/error.hpp"
+#include "attn/npy.hpp"
 #include "attn/text_model.hpp"
 #include "cli_common.hpp"
 #include "file_roles.hpp"
@@ -19,8 +20,8 @@ namespace attn::cli {
 namespace {
 
 struct embed_args {
-  std::string vectors_path, model_path, scale = "sqrt", format, output = "-", batch;
-  bool strict = false;
+  std::string vectors_path, model_path, scale = "sqrt", format, output = "-", batch, pool;
+  bool strict = false, hide_token = false, normalize = false;
   std::vector<std::string> text;
   batch_loop loop;  // empty: the one-process loop
 };
@@ -52,15 +53,33 @@ std::string single_output(const std::string& format, const embed_args& args, con
   return embed_text(e);
 }
 
+// One text's sentence vector (--pool) in the chosen format; json() gives the source's keys.
+template <class Json>
+std::string single_sentence(const std::string& format, const embed_args& args, const std::vector<float>& v,
+                            int64_t dim, const Json& json) {
+  if (format == "json") return json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (format == "csv") return sentence_csv_header(dim, /*with_line=*/false) + sentence_csv_row(v, dim);
+  if (format == "npy") {
+    if (args.output == "-" && stdout_is_terminal())
+      throw_usage("--format npy writes binary: give -o FILE or redirect standard output");
+    return encode_npy(tensor({dim}, std::vector<float>(v)));
+  }
+  return sentence_text(v);
+}
+
 // A trained model's contextual embeddings: the output of its last attention block per token.
-void run_model(const embed_args& args, const std::string& format) {
+void run_model(const embed_args& args, const std::string& format, const sentence_choice& sentence) {
   const text_model model = text_model::load(args.model_path);
+  const token_reading reading = args.hide_token ? token_reading::hidden : token_reading::visible;
+  if (reading == token_reading::hidden && model.config().task != text_task::masked_word)
+    throw_usage(fmt::format("--hide-token reads each place with its word masked: the model {} is "
+                            "{}, not masked-word", args.model_path, task_name(model.config().task)));
   if (!args.batch.empty()) {
     run_model_embed_batch(args.batch, args.output, format, model, args.model_path, args.strict,
-                          args.loop);
+                          {reading, sentence}, args.loop);
     return;
   }
-  const contextual_embedding e = model.embed(read_text(args.text));
+  const contextual_embedding e = model.embed(read_text(args.text), reading);
   if (!e.unknown.empty()) {
     if (args.strict)
       throw_usage(fmt::format("unknown token '{}' (not known to the model {}); drop --strict to "
@@ -69,6 +88,16 @@ void run_model(const embed_args& args, const std::string& format) {
     warn(fmt::format("left out of attention, not known to the model: {}", fmt::join(e.unknown, " ")));
   }
   const int64_t dim = model.config().dim;
+  if (sentence.pool) {
+    const std::vector<float> v = sentence.of(e.embeddings);
+    write_output(args.output, single_sentence(format, args, v, dim, [&] {
+                   nlohmann::json j = sentence_json(e.tokens, e.unknown, v, sentence);
+                   j["model"] = args.model_path;
+                   j["dim"] = dim;
+                   return j;
+                 }));
+    return;
+  }
   write_output(args.output, single_output(format, args, e, e.embeddings, dim, [&] {
                  return embed_json(e, args.model_path, dim);
                }));
@@ -77,31 +106,49 @@ void run_model(const embed_args& args, const std::string& format) {
 void run(const embed_args& args) {
   const std::string format = output_format(args);
   // The cheap checks first, before the vectors or the model are loaded.
+  sentence_choice sentence;
+  if (!args.pool.empty()) sentence.pool = parse_sentence_pool(args.pool);
+  sentence.normalize = args.normalize;
+  if (args.normalize && !sentence.pool)
+    throw_usage("--normalize scales sentence vectors: give --pool mean|max|cls|last with it");
+  if (args.hide_token && args.model_path.empty())
+    throw_usage("--hide-token is for a masked-word model: give --model (e.g. --model builtin)");
   if (!args.batch.empty()) {
     if (!args.text.empty())
       throw_usage("--batch reads the sentences from its file; give no TEXT with it");
-    // One .npy holds one array, and each sentence has its own number of tokens.
-    if (format == "npy")
+    // One .npy holds one array, and each sentence has its own number of tokens (sentence
+    // vectors all have one width: they make one array [lines, d]).
+    if (format == "npy" && !sentence.pool)
       throw_usage("--format npy holds a single array; with --batch use json (JSON Lines), csv "
-                  "or text");
+                  "or text, or give --pool for one vector per line");
   }
   if (!args.model_path.empty()) {
-    run_model(args, format);
+    run_model(args, format, sentence);
     return;
   }
   embed_options options{scale_spec::parse(args.scale), args.strict};
   // Only JSON prints A (N × N); the other formats stream C through the fused kernel, so their
   // memory stays linear in the text's length.
-  options.keep_steps = format == "json";
+  options.keep_steps = format == "json" && !sentence.pool;
   const vectors vocab = load_vectors(args.vectors_path);
   if (!args.batch.empty()) {
-    run_embed_batch(args.batch, args.output, format, vocab, options, args.loop);
+    run_embed_batch(args.batch, args.output, format, vocab, options, sentence, args.loop);
     return;
   }
 
   embedding e = embed(read_text(args.text), vocab, options);
   if (!e.unknown.empty())
     warn(fmt::format("left out of attention, not in the vectors: {}", fmt::join(e.unknown, " ")));
+  if (sentence.pool) {
+    const std::vector<float> v = sentence.of(e.steps.context);
+    write_output(args.output, single_sentence(format, args, v, vocab.dim(), [&] {
+                   nlohmann::json j = sentence_json(e.tokens, e.unknown, v, sentence);
+                   j["scale"] = e.steps.scale;
+                   j["vectors"] = vocab.source();
+                   return j;
+                 }));
+    return;
+  }
   write_output(args.output, single_output(format, args, e, e.steps.context, vocab.dim(),
                                           [&] { return embed_json(e, vocab); }));
 }
@@ -139,6 +186,15 @@ void add_embed_command(CLI::App& app, const batch_loop& loop) {
                   "Lines, CSV with a line column, or text records each ended by a blank line"))
       ->type_name("FILE");
   sub->add_flag("--strict", args->strict, "Unknown tokens are an error instead of left out");
+  sub->add_option("--pool", args->pool,
+                  "One vector per text instead of a row per token: mean (of the token rows, "
+                  "sentence-transformers' default), max, cls (the first token's row) or last")
+      ->type_name("mean|max|cls|last");
+  sub->add_flag("--normalize", args->normalize, "With --pool: scale each vector to unit length");
+  sub->add_flag("--hide-token", args->hide_token,
+                "A masked-word model (--model builtin): read each token with itself replaced by "
+                "the mask (what the context says belongs there; one pass per token) instead of "
+                "with itself present");
   sub->add_option("text", args->text, "The text; read from standard input when absent or -");
   sub->callback([args, sub] {
     check_file_roles(*sub);

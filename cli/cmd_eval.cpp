@@ -4,6 +4,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "attn/error.hpp"
 #include "attn/text_model.hpp"
 #include "cli_common.hpp"
 #include "file_roles.hpp"
@@ -14,11 +15,30 @@ namespace {
 
 struct eval_args {
   std::string model, data;
+  int64_t every = 7;
+  uint64_t seed = 0;
+  bool every_given = false;
 };
 
 void run(const eval_args& args) {
   const text_model model = text_model::load(args.model);
-  const evaluation e = model.evaluate(args.data);
+  const bool masked = model.config().task == text_task::masked_word;
+  if (!masked && args.every_given)
+    throw_usage(fmt::format("--every and --seed are for a masked-word model (the model {} is {})",
+                            args.model, task_name(model.config().task)));
+  const evaluation e = model.evaluate(args.data, args.every, args.seed);
+  if (masked) {
+    // n: the hidden words; a hidden word the model cannot output counts as wrong (scored: those
+    // it can, over which the loss is taken).
+    if (e.unknown_words > 0)
+      warn(fmt::format("{}: {} words without an embedding, left out of their sentences", args.data,
+                       e.unknown_words));
+    const nlohmann::json j = {{"top1", e.accuracy}, {"top5", e.top5}, {"loss", e.loss},
+                              {"hidden", e.n}, {"scored", e.scored}, {"every", args.every},
+                              {"seed", args.seed}, {"lines", e.lines}};
+    write_output("-", j.dump() + "\n");
+    return;
+  }
   if (model.config().task == text_task::lm) {
     // Unknown words are <unk> tokens the model predicts like any other (unknown_share says how
     // many): perplexity is only comparable between models with the same vocabulary.
@@ -49,11 +69,22 @@ void add_eval_command(CLI::App& app) {
   auto args = std::make_shared<eval_args>();
   CLI::App* sub = app.add_subcommand(
       "eval", "Accuracy and loss of a trained model on a data file (a language model: perplexity "
-             "over every token): one JSON line");
+             "over every token; a masked-word model: the share of hidden words it fills, top-1 "
+             "and top-5): one JSON line");
   reads(sub->add_option("--model", args->model, "Model file from attn train"))->required();
   reads(sub->add_option("--data", args->data, "Data in the model's task format"))->required();
+  CLI::Option* every = sub->add_option(
+      "--every", args->every,
+      "masked-word: hide every Nth word of the text and score the model's fills (default 7, "
+      "about BERT's 15%)");
+  CLI::Option* seed = sub->add_option("--seed", args->seed,
+                                      "masked-word: the seed that picks which words are hidden (default 0)");
+
   add_threads_option(sub);
-  sub->callback([args] { run(*args); });
+  sub->callback([args, every, seed] {
+    args->every_given = every->count() > 0 || seed->count() > 0;
+    run(*args);
+  });
 }
 
 }  // namespace attn::cli

@@ -26,6 +26,7 @@ namespace {
 struct neighbors_args {
   std::string vectors_path, model_path, scale = "sqrt", word;
   int64_t top = 10;
+  bool hide_token = false;
   std::vector<std::string> text;
 };
 
@@ -180,8 +181,9 @@ void run_context_model(const neighbors_args& args, const text_model& model) {
   const std::string text = read_text(args.text);
   const std::string word = single_word(args.word);
   const embedding free = embed(text, vocab, {scale_spec::parse("sqrt"), false});
-  const contextual_embedding e = model.embed(text);
-  const tensor readings = model.embed_as_words(text);
+  const token_reading how = args.hide_token ? token_reading::hidden : token_reading::visible;
+  const contextual_embedding e = model.embed(text, how);
+  const tensor readings = model.embed_as_words(text, how);
   const auto free_at = std::find(free.tokens.begin(), free.tokens.end(), word);
   const auto model_at = std::find(e.tokens.begin(), e.tokens.end(), word);
   if (free_at == free.tokens.end() || model_at == e.tokens.end())
@@ -200,9 +202,10 @@ void run_context_model(const neighbors_args& args, const text_model& model) {
   std::string out = fmt::format("\"{}\" in: {}\n", word, fmt::join(e.tokens, " "));
   if (!e.unknown.empty()) out += fmt::format("left out (not known to the model): {}\n", fmt::join(e.unknown, " "));
   out += fmt::format("static: the word's GloVe vector; attention: the parameter-free attention "
-                     "(scale 1/√d); {}: {} ({} layers) reading the word's place with the word "
-                     "hidden, mapped to the vectors' space; cosine similarity\n\n",
-                     name, args.model_path, model.config().layers);
+                     "(scale 1/√d); {}: {} ({} layers) reading {}, mapped to the vectors' space by "
+                     "its output map; cosine similarity\n\n",
+                     name, args.model_path, model.config().layers,
+                     args.hide_token ? "the word's place with the word hidden" : "the word in its text");
   const std::vector<std::pair<std::string, std::span<const float>>> columns{
       {"static", stat}, {"attention", context}, {name, reading}};
   std::vector<std::vector<neighbor>> lists;
@@ -239,10 +242,14 @@ void run_context_model(const neighbors_args& args, const text_model& model) {
 
 void run(const neighbors_args& args) {
   if (args.model_path.empty()) {
+    if (args.hide_token) throw_usage("--hide-token is for a masked-word model: give --model (e.g. --model builtin)");
     run_vectors(args);
     return;
   }
   const text_model model = text_model::load(args.model_path);
+  if (args.hide_token && model.config().task != text_task::masked_word)
+    throw_usage(fmt::format("--hide-token reads the word's place with the word masked: the model {} "
+                            "is {}, not masked-word", args.model_path, task_name(model.config().task)));
   if (model.config().task == text_task::masked_word)
     run_context_model(args, model);
   else
@@ -265,6 +272,9 @@ void add_neighbors_command(CLI::App& app) {
   sub->add_option("--top", args->top, "How many neighbours (default 10)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));
   sub->add_option("--word", args->word, "The word to follow")->required();
+  sub->add_flag("--hide-token", args->hide_token,
+                "A masked-word model: read W's place with W hidden (what the context says belongs "
+                "there) instead of W in its text");
   CLI::Option* scale =
       sub->add_option("--scale", args->scale, "Score scale: sqrt (1/√d, default), none, or a number");
   model->excludes(vectors);

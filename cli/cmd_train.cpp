@@ -166,8 +166,9 @@ void run(const train_args& args, const train_hooks& hooks) {
   o.max_tokens = args.max_tokens;
   o.time_limit = args.time_limit;
   o.eval_steps = args.eval_steps;
-  if (!lm && (args.max_tokens > 0 || args.time_limit > 0 || args.eval_steps > 0))
-    throw_usage("--max-tokens, --time and --eval-steps are for --task lm");
+  if (!lm && args.max_tokens > 0) throw_usage("--max-tokens is for --task lm");
+  if (!streamed && (args.time_limit > 0 || args.eval_steps > 0))
+    throw_usage("--time and --eval-steps are for --task masked-word and lm");
   o.window = args.window;
   o.shards = args.shards > 0 ? args.shards : processes;
   if (o.shards % processes != 0)
@@ -400,11 +401,12 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
       ->check(CLI::PositiveNumber);
   sub->add_option_function<std::string>(
          "--time", [args](const std::string& text) { args->time_limit = parse_duration(text); },
-         "lm: stop after this much training time (90s, 30m, 1h30m); the learning rate decays "
-         "over it")
+         "masked-word, lm: stop after this much training time (90s, 30m, 1h30m); the learning "
+         "rate decays over it")
       ->type_name("DURATION");
   sub->add_option("--eval-steps", args->eval_steps,
-                  "lm: also score the held-out paragraphs every N steps (default: each epoch's end)")
+                  "masked-word, lm: also score the held-out sequences every N steps (default: each "
+                  "epoch's end)")
       ->check(CLI::PositiveNumber);
   writes(sub->add_option("-o,--output", args->output, "Model file (.safetensors)"))->required();
   add_threads_option(sub);

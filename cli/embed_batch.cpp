@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "attn/error.hpp"
+#include "attn/npy.hpp"
 #include "cli_common.hpp"
 #include "embed_records.hpp"
 #include "progress.hpp"
@@ -32,6 +33,33 @@ std::string record(const std::string& format, const Embedding& e, const Json& js
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+// One input line's sentence vector (--pool); source adds the JSON keys naming where it came from.
+template <class Source>
+std::string sentence_record(const std::string& format, const sentence_choice& sentence,
+                            const std::vector<std::string>& tokens, const std::vector<std::string>& unknown,
+                            const tensor& rows, int64_t dim, const std::string& text, int64_t line,
+                            const Source& source) {
+  const std::vector<float> v = tokens.empty() ? std::vector<float>{} : sentence.of(rows);
+  if (format == "npy") return sentence_npy_row(v, dim);
+  if (format == "csv") return sentence_csv_row(v, dim, line);
+  if (format != "json") return sentence_text(v);
+  nlohmann::json j = sentence_json(tokens, unknown, v, sentence);
+  source(j);
+  j["line"] = line;
+  j["text"] = text;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+// CSV's header line (token rows or sentence vectors); other formats have none.
+std::string header(const std::string& format, int64_t dim, const sentence_choice& sentence) {
+  if (format != "csv") return "";
+  return sentence.pool ? sentence_csv_header(dim, /*with_line=*/true) : embed_csv_header(dim, /*with_line=*/true);
+}
+
+int64_t npy_columns(const std::string& format, int64_t dim, const sentence_choice& sentence) {
+  return format == "npy" && sentence.pool ? dim : 0;
+}
+
 // The loop both kinds of embedding share: lines in, records out as each is done, a progress
 // bar, and the output staged so that a failure leaves no partial file.
 void stream_records(const std::string& input, const std::string& output, const batch_plan& plan) {
@@ -52,6 +80,7 @@ void stream_records(const std::string& input, const std::string& output, const b
 
   staged_output out(output);
   out.write(plan.header);
+  std::string rows;  // npy_columns: the float32 rows, until the count of lines is known
   unknown_tokens unknown(source, plan.terms, plan.strict, bar);
   std::string text;
   int64_t line = 0, bytes = 0;
@@ -59,12 +88,21 @@ void stream_records(const std::string& input, const std::string& output, const b
     ++line;
     bytes += static_cast<int64_t>(text.size()) + 1;
     if (!text.empty() && text.back() == '\r') text.pop_back();  // CRLF files
-    out.write(plan.make(text, line, unknown));
+    if (plan.npy_columns > 0)
+      rows += plan.make(text, line, unknown);
+    else
+      out.write(plan.make(text, line, unknown));
     bar.update(bytes, line);
   }
   if (in.bad()) throw_input(source, fmt::format("cannot read: {}", std::strerror(errno)));
   bar.clear();
   unknown.finish();
+  if (plan.npy_columns > 0) {
+    std::vector<float> values(rows.size() / sizeof(float));
+    std::memcpy(values.data(), rows.data(), values.size() * sizeof(float));
+    const auto lines = static_cast<int64_t>(values.size()) / plan.npy_columns;
+    out.write(encode_npy(tensor({lines, plan.npy_columns}, std::move(values))));
+  }
   out.commit();
 }
 
@@ -80,41 +118,57 @@ void run_plan(const std::string& input, const std::string& output, const batch_p
 }  // namespace
 
 void run_embed_batch(const std::string& input, const std::string& output, const std::string& format,
-                     const vectors& vocab, const embed_options& options, const batch_loop& loop) {
+                     const vectors& vocab, const embed_options& options,
+                     const sentence_choice& sentence, const batch_loop& loop) {
   const unknown_terms terms{fmt::format("not in the vectors of {}", vocab.source()),
                             "left out of attention, not in the vectors",
                             "no token is in the vectors (an empty record)"};
   const auto known = [&](const std::string& token) { return vocab.lookup(token).has_value(); };
+  const int64_t dim = vocab.dim();
   run_plan(
       input, output,
-      {format == "csv" ? embed_csv_header(vocab.dim(), /*with_line=*/true) : "", terms,
+      {header(format, dim, sentence), terms,
        options.strict, [&](const std::string& text, int64_t line, unknown_tokens& unknown) {
         embedding e;
         if (unknown.any_known(text, line, known, e.unknown))
           e = embed(text, vocab, options);
         else
           e.steps.scale = options.scale.resolve(vocab.dim());
+        if (sentence.pool)
+          return sentence_record(format, sentence, e.tokens, e.unknown, e.steps.context, dim, text, line,
+                                 [&](nlohmann::json& j) {
+                                   j["scale"] = e.steps.scale;
+                                   j["vectors"] = vocab.source();
+                                 });
         return record(format, e, [&] { return embed_json(e, vocab); }, text, line);
-      }},
+      }, npy_columns(format, dim, sentence)},
       loop);
 }
 
 void run_model_embed_batch(const std::string& input, const std::string& output,
                            const std::string& format, const text_model& model,
-                           const std::string& model_path, bool strict, const batch_loop& loop) {
+                           const std::string& model_path, bool strict, const model_reading& how,
+                           const batch_loop& loop) {
   const int64_t dim = model.config().dim;
   const unknown_terms terms{fmt::format("not known to the model {}", model_path),
                             "left out of attention, not known to the model",
                             "no token is known to the model (an empty record)"};
   const auto known = [&](const std::string& token) { return model.knows(token); };
+  const sentence_choice& sentence = how.sentence;
   run_plan(
       input, output,
-      {format == "csv" ? embed_csv_header(dim, /*with_line=*/true) : "", terms, strict,
+      {header(format, dim, sentence), terms, strict,
        [&](const std::string& text, int64_t line, unknown_tokens& unknown) {
         contextual_embedding e;
-        if (unknown.any_known(text, line, known, e.unknown)) e = model.embed(text);
+        if (unknown.any_known(text, line, known, e.unknown)) e = model.embed(text, how.reading);
+        if (sentence.pool)
+          return sentence_record(format, sentence, e.tokens, e.unknown, e.embeddings, dim, text, line,
+                                 [&](nlohmann::json& j) {
+                                   j["model"] = model_path;
+                                   j["dim"] = dim;
+                                 });
         return record(format, e, [&] { return embed_json(e, model_path, dim); }, text, line);
-      }},
+      }, npy_columns(format, dim, sentence)},
       loop);
 }
 

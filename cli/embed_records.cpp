@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+#include <limits>
+
 #include "json_util.hpp"
 
 namespace attn::cli {
@@ -61,6 +64,54 @@ nlohmann::json embed_json(const contextual_embedding& e, const std::string& mode
   j["unknown"] = e.unknown;
   j["model"] = model;
   j["dim"] = dim;
+  return j;
+}
+
+std::string sentence_text(const std::vector<float>& v) {
+  std::string out;
+  for (size_t j = 0; j < v.size(); ++j) {
+    if (j > 0) out += ' ';
+    out += fmt::format("{:.6f}", v[j]);
+  }
+  return out + "\n";
+}
+
+std::string sentence_csv_header(int64_t dim, bool with_line) {
+  std::string out = with_line ? "line" : "";
+  for (int64_t j = 0; j < dim; ++j) {
+    if (j > 0 || with_line) out += ',';
+    out += fmt::format("d{}", j);
+  }
+  return out + "\n";
+}
+
+std::string sentence_csv_row(const std::vector<float>& v, int64_t dim, int64_t line) {
+  std::string out = line > 0 ? fmt::format("{}", line) : "";
+  for (int64_t j = 0; j < dim; ++j) {
+    if (j > 0 || line > 0) out += ',';
+    if (!v.empty()) out += fmt::format("{}", v[static_cast<size_t>(j)]);
+  }
+  return out + "\n";
+}
+
+std::string sentence_npy_row(const std::vector<float>& v, int64_t dim) {
+  std::vector<float> row = v;
+  if (row.empty()) row.assign(static_cast<size_t>(dim), std::numeric_limits<float>::quiet_NaN());
+  std::string bytes(row.size() * sizeof(float), '\0');
+  std::memcpy(bytes.data(), row.data(), bytes.size());
+  return bytes;
+}
+
+nlohmann::json sentence_json(const std::vector<std::string>& tokens, const std::vector<std::string>& unknown,
+                             const std::vector<float>& v, const sentence_choice& s) {
+  nlohmann::json j;
+  j["tokens"] = tokens;
+  nlohmann::json values = nlohmann::json::array();
+  for (float x : v) values.push_back(json_float(x));
+  j["embedding"] = v.empty() ? nlohmann::json(nullptr) : values;
+  j["pool"] = sentence_pool_name(*s.pool);
+  j["normalized"] = s.normalize;
+  j["unknown"] = unknown;
   return j;
 }
 

@@ -4,9 +4,12 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "attn/embed.hpp"
+#include "attn/sentence_vector.hpp"
 #include "attn/text_model.hpp"
 
 namespace attn::cli {
@@ -26,6 +29,23 @@ nlohmann::json embed_json(const contextual_embedding& e, const std::string& mode
 std::string embed_csv_header(int64_t dim, bool with_line);
 std::string embed_csv_rows(const embedding& e, int64_t line = 0);
 std::string embed_csv_rows(const contextual_embedding& e, int64_t line = 0);
+
+// One vector per text instead of a row per token (--pool, --normalize).
+struct sentence_choice {
+  std::optional<sentence_pool> pool;  // none: the token rows
+  bool normalize = false;
+  std::vector<float> of(const tensor& rows) const { return pool_sentence(rows, *pool, normalize); }
+};
+
+// A sentence vector in each format; an empty vector (a text with no known token) is a blank
+// line (text), a row of empty fields (CSV), null (JSON) and a row of NaN (npy).
+std::string sentence_text(const std::vector<float>& v);
+std::string sentence_csv_header(int64_t dim, bool with_line);
+std::string sentence_csv_row(const std::vector<float>& v, int64_t dim, int64_t line = 0);
+std::string sentence_npy_row(const std::vector<float>& v, int64_t dim);  // raw float32 bytes
+// {"tokens", "embedding", "pool", "normalized", "unknown"}; the caller adds the source's keys.
+nlohmann::json sentence_json(const std::vector<std::string>& tokens, const std::vector<std::string>& unknown,
+                             const std::vector<float>& v, const sentence_choice& s);
 
 // A CSV field, quoted (RFC 4180) when it holds a comma, quote or line break — "," is a token.
 std::string csv_field(const std::string& text);

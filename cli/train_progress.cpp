@@ -52,8 +52,12 @@ void train_progress::step(const train_step_report& r) {
 
 void train_progress::eval(const train_eval_report& r) {
   clear();
-  fmt::print(stderr, "step {}/{}  {} tokens  valid perplexity {:.2f}  accuracy {:.4f}\n", r.step,
-             r.steps, r.tokens, std::exp(r.loss), r.accuracy);
+  if (language_model_)
+    fmt::print(stderr, "step {}/{}  {} tokens  valid perplexity {:.2f}  accuracy {:.4f}\n", r.step,
+               r.steps, r.tokens, std::exp(r.loss), r.accuracy);
+  else  // masked-word: the hidden words' loss and top-1 share
+    fmt::print(stderr, "step {}/{}  {} tokens  valid loss {:.4f}  accuracy {:.4f}\n", r.step,
+               r.steps, r.tokens, r.loss, r.accuracy);
   std::fflush(stderr);
 }
 

@@ -7,10 +7,12 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "arrays.hpp"
 #include "attn/error.hpp"
+#include "attn/sentence_vector.hpp"
 #include "attn/text_model.hpp"
 #include "bindings.hpp"
 
@@ -24,7 +26,8 @@ mean pool → MLP → the next word or the label. TextModel.load(path) reads the
 
 m.embed(text) -> (tokens, embeddings float32 [L, E]): the output of the model's (last)
     attention block for each token, before pooling (causal for next-word models: row t has
-    seen tokens 0 … t only).
+    seen tokens 0 … t only). m.embed(text, pool="mean", normalize=True) -> one float32 vector
+    [E] for the text; hide_token=True reads a masked-word model's tokens hidden.
 m.predict(text, k=5) -> [(label, probability), …], best first.
 m.evaluate(path) -> {"accuracy", "loss", "n", "lines", "scored"} over a file in the task's
 format; every line counts (one the model cannot score is wrong; the loss is over the scored).
@@ -39,11 +42,15 @@ std::shared_ptr<text_model> load(const std::filesystem::path& path) {
   return m;
 }
 
-contextual_embedding embed_text(const text_model& m, const std::string& text, bool strict) {
+contextual_embedding embed_text(const text_model& m, const std::string& text, bool strict,
+                                token_reading reading = token_reading::visible) {
+  if (reading == token_reading::hidden && m.config().task != text_task::masked_word)
+    throw_usage(fmt::format("hide_token reads each place with its word masked: this model is {}, "
+                            "not masked-word", task_name(m.config().task)));
   contextual_embedding e;
   {
     py::gil_scoped_release release;
-    e = m.embed(text);
+    e = m.embed(text, reading);
   }
   if (!e.unknown.empty()) {
     if (strict)
@@ -68,13 +75,24 @@ py::list predict(const text_model& m, const std::string& text, int64_t k) {
   return out;
 }
 
-py::dict evaluate(const text_model& m, const std::filesystem::path& path) {
+py::dict evaluate(const text_model& m, const std::filesystem::path& path, int64_t every, uint64_t seed) {
   evaluation e;
   {
     py::gil_scoped_release release;
-    e = m.evaluate(path.string());
+    e = m.evaluate(path.string(), every, seed);
   }
   py::dict out;
+  if (m.config().task == text_task::masked_word) {  // as attn eval prints it
+    out["top1"] = e.accuracy;
+    out["top5"] = e.top5;
+    out["loss"] = e.loss;
+    out["hidden"] = e.n;
+    out["scored"] = e.scored;
+    out["every"] = every;
+    out["seed"] = seed;
+    out["lines"] = e.lines;
+    return out;
+  }
   if (m.config().task == text_task::lm) {  // as attn eval prints it
     out["perplexity"] = e.perplexity;
     out["loss"] = e.loss;
@@ -115,18 +133,33 @@ void bind_text_model(py::module_& m) {
                   "file when it is missing or not an attn text model.")
       .def(
           "embed",
-          [](const text_model& self, const std::string& text, bool strict) {
-            const contextual_embedding e = embed_text(self, text, strict);
-            return py::make_tuple(e.tokens, to_numpy(e.embeddings));
+          [](const text_model& self, const std::string& text, bool strict, const std::optional<std::string>& pool,
+             bool normalize, bool hide_token) -> py::object {
+            if (normalize && !pool) throw_usage("normalize scales sentence vectors: give pool='mean' (or max, cls, last)");
+            const std::optional<sentence_pool> how =
+                pool ? std::optional<sentence_pool>(parse_sentence_pool(*pool)) : std::nullopt;
+            const contextual_embedding e =
+                embed_text(self, text, strict, hide_token ? token_reading::hidden : token_reading::visible);
+            if (!how) return py::make_tuple(e.tokens, to_numpy(e.embeddings));
+            std::vector<float> v = pool_sentence(e.embeddings, *how, normalize);
+            const auto d = static_cast<int64_t>(v.size());
+            return to_numpy(tensor({d}, std::move(v)));
           },
-          "text"_a, "strict"_a = false,
+          "text"_a, "strict"_a = false, py::kw_only(), "pool"_a = py::none(), "normalize"_a = false,
+          "hide_token"_a = false,
           "(tokens, embeddings float32 [L, E]): the last attention block's output per token, "
-          "before pooling. strict: raise attn.UsageError on a word the model does not know.")
+          "each token read with itself present, before pooling. strict: raise attn.UsageError on "
+          "a word the model does not know. pool='mean' (or 'max', 'cls': the first token's row, "
+          "'last'): one float32 vector [E] for the text instead (sentence-transformers' "
+          "convention), unit length with normalize=True. hide_token=True (masked-word models): "
+          "each token read with itself replaced by the mask, what its context says belongs there.")
       .def("predict", &predict, "text"_a, "k"_a = 5,
            "The k most likely next words (or labels) as (label, probability), best first.")
-      .def("evaluate", &evaluate, "path"_a,
+      .def("evaluate", &evaluate, "path"_a, py::kw_only(), "every"_a = 7, "seed"_a = 0,
            "Accuracy, mean cross-entropy and the number of predictions scored over a data file "
-           "in the task's format: {'accuracy', 'loss', 'n'}.")
+           "in the task's format: {'accuracy', 'loss', 'n', …}, as attn eval prints it. A "
+           "masked-word model hides every `every`-th word of a plain text (which ones: seed): "
+           "{'top1', 'top5', 'loss', 'hidden', …}.")
       .def(
           "generate",
           [](const text_model& self, const std::string& prompt, int64_t max_words, double temperature,

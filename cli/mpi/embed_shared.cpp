@@ -163,6 +163,9 @@ void shared_batch_loop(const std::string& input, const std::string& output,
   // Standard input reaches rank 0 alone; every rank needs the lines.
   if (input == "-")
     throw_usage("attn-mpi embed --batch reads a file on every rank; give its path, not -");
+  if (plan.npy_columns > 0)  // every rank sees the same plan, so all of them stop here
+    throw_usage("attn-mpi embed --batch writes records as they come: --format npy is for attn "
+                "embed; use json, csv or text");
   if (dist::rank() == 0)
     write_in_order(input, output, plan);
   else

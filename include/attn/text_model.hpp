@@ -100,10 +100,17 @@ struct contextual_embedding {
   tensor embeddings;                 // [L, E], E = config().dim
 };
 
+// How embed reads each token of a text.
+enum class token_reading {
+  visible,  // with the token itself in place (the default)
+  hidden,   // with the token replaced by the mask: the cloze reading (masked-word models)
+};
+
 // Every line of the file counts: a line the model cannot score (a label it does not know, no
 // word it knows) is a wrong answer, not a line left out, so accuracy is never flattered.
 struct evaluation {
   double accuracy = 0;           // correct / n
+  double top5 = 0;               // masked-word: the share of hidden words among the model's first 5
   double loss = 0;               // mean cross-entropy over the scored predictions
   int64_t lines = 0;             // lines read (blank lines are not examples)
   int64_t n = 0;                 // predictions counted: every line (classify), every next word
@@ -163,23 +170,28 @@ class text_model {
   attention_map attention(std::string_view text) const;
   // The same for encoder layer `layer` (0 … layers − 1; the last is attention(text)).
   attention_map attention(std::string_view text, int64_t layer) const;
-  // The model's contextual embedding of each token of the text (see contextual_embedding). A
-  // masked-word model (the built-in one) reads each place with its word hidden: row t is its
-  // last block's output at t when token t is replaced by the mask (what the context says
-  // belongs there). A text with no known word is a usage error.
-  contextual_embedding embed(std::string_view text) const;
+  // The model's contextual embedding of each token of the text (see contextual_embedding): row
+  // t is the last block's output at t, the whole text read in one pass (each token with itself
+  // present, as ELMo and BERT give their vectors). A masked-word model (the built-in one) can
+  // instead read each place with its word hidden (token_reading::hidden): row t is then the
+  // output at t when token t alone is replaced by the mask, what the context says belongs
+  // there (one pass per token). A text with no known word is a usage error, and so is the
+  // hidden reading of a model that was not trained to fill masks.
+  contextual_embedding embed(std::string_view text, token_reading reading = token_reading::visible) const;
   // A masked-word model's readings mapped into the word vectors' space (the vectors its output
   // scores against): [L, embed_dim], comparable with the static vectors by cosine. Other
   // models: a usage error.
-  tensor embed_as_words(std::string_view text) const;
+  tensor embed_as_words(std::string_view text, token_reading reading = token_reading::visible) const;
   // Every input word run alone through the model (a one-token text, at position 0): row i is
   // embed(word i).embeddings, [input_vocabulary(), E], for nearest-neighbour search among
   // contextual vectors. Words in input order; the source is "<values>".
   vectors embed_vocabulary() const;
   // Whether the model has an embedding for the token (as attn::tokenize gives it).
   bool knows(std::string_view token) const;
-  // Accuracy and mean cross-entropy over a data file in the task's format.
-  evaluation evaluate(const std::string& path) const;
+  // Accuracy and mean cross-entropy over a data file in the task's format. A masked-word
+  // model reads plain text and hides every hide_every-th word (the offset drawn from seed):
+  // the share it fills, top-1 and top-5 (train/masked_evaluate.hpp).
+  evaluation evaluate(const std::string& path, int64_t hide_every = 7, uint64_t seed = 0) const;
 
   // A language model continues the prompt (or, empty, starts a paragraph) one token at a time
   // with a key-value cache (nn/causal_decoder.hpp). The unknown token is never chosen. Past the

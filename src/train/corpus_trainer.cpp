@@ -451,9 +451,6 @@ void check_corpus_options(const train_options& o) {
     if (o.context > max_context)
       throw_usage(fmt::format("--context {} is past attn's limit of {}", o.context, max_context));
     if (o.max_tokens < 0) throw_usage(fmt::format("--max-tokens must be ≥ 0, got {}", o.max_tokens));
-    if (!(o.time_limit >= 0) || !std::isfinite(o.time_limit))
-      throw_usage("--time must be a positive duration");
-    if (o.eval_steps < 0) throw_usage(fmt::format("--eval-steps must be ≥ 0, got {}", o.eval_steps));
     if (o.layers < 1) throw_usage("--task lm needs --layers N (causal Transformer blocks)");
   } else {
     if (!(o.mask_share > 0 && o.mask_share < 1))
@@ -461,6 +458,9 @@ void check_corpus_options(const train_options& o) {
     if (o.max_length < 2) throw_usage(fmt::format("--max-length must be at least 2, got {}", o.max_length));
     if (o.max_outputs < 1) throw_usage(fmt::format("--outputs must be at least 1, got {}", o.max_outputs));
   }
+  if (!(o.time_limit >= 0) || !std::isfinite(o.time_limit))
+    throw_usage("--time must be a positive duration");
+  if (o.eval_steps < 0) throw_usage(fmt::format("--eval-steps must be ≥ 0, got {}", o.eval_steps));
   if (!o.valid.empty())
     throw_usage(fmt::format("{} holds out its own sequences: --valid is not taken", task_name(o.task)));
   if (o.checkpoint_steps < 0 || o.stop_after_steps < 0) throw_usage("checkpoint and stop steps must be ≥ 0");
@@ -557,7 +557,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   const int64_t token_steps = lm && o.max_tokens > 0 ? (o.max_tokens + tokens_per_step - 1) / tokens_per_step : 0;
   const int64_t min_steps = o.min_steps > 0 ? o.min_steps
                             : token_steps > 0 ? token_steps
-                            : lm && o.time_limit > 0 ? steps * max_epochs
+                            : o.time_limit > 0 ? steps * max_epochs
                             : lm ? default_lm_min_steps : default_min_steps;
   const int64_t epochs = o.epochs > 0 ? o.epochs : std::clamp<int64_t>((min_steps + steps - 1) / steps, 1, max_epochs);
   result.planned_epochs = epochs;
@@ -608,7 +608,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   double step_seconds = seconds_before;
   const auto read_clock = [&] {
     step_seconds = run_seconds();
-    if (!shared || !(lm && o.time_limit > 0)) return;
+    if (!shared || !(o.time_limit > 0)) return;
     std::vector<char> mine(sizeof(double));
     std::memcpy(mine.data(), &step_seconds, sizeof(double));
     const std::vector<char> every = cb.exchange->all_gather(mine);
@@ -617,12 +617,12 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   // Whether a budget other than the epochs is spent (then the epoch in progress is the last).
   const auto budget_spent = [&]() -> std::string {
     if (p.done >= total) return o.max_tokens > 0 && token_steps <= steps * epochs ? "--max-tokens" : "";
-    if (lm && o.time_limit > 0 && step_seconds >= o.time_limit) return "--time";
+    if (o.time_limit > 0 && step_seconds >= o.time_limit) return "--time";
     return "";
   };
   // The learning rate's schedule by steps, or, with a time budget, by the share of it spent.
   const auto schedule_step = [&]() -> int64_t {
-    if (!(lm && o.time_limit > 0)) return p.done;
+    if (!(o.time_limit > 0)) return p.done;
     const double share = std::min(1.0, step_seconds / o.time_limit);
     return std::max<int64_t>(p.done, std::llround(share * static_cast<double>(total)));
   };
@@ -712,7 +712,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
           const double elapsed = seconds_since(start);
           const auto here = static_cast<double>(p.done - first_done);
           double eta = here > 0 ? elapsed / here * static_cast<double>(total - p.done) : 0.0;
-          if (lm && o.time_limit > 0) eta = std::min(eta, std::max(0.0, o.time_limit - run_seconds()));
+          if (o.time_limit > 0) eta = std::min(eta, std::max(0.0, o.time_limit - run_seconds()));
           int64_t in_epoch = p.done - (epoch - 1) * steps;
           cb.on_step({epoch, epochs, in_epoch, steps, p.loss_sum / static_cast<double>(std::max<int64_t>(p.rows_sum, 1)), lr,
                       elapsed > 0 ? static_cast<double>(p.all_tokens - first_tokens) / elapsed : 0.0, eta});
@@ -724,7 +724,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
           save_checkpoint(o.checkpoint, format, fingerprint, at, result.epochs, params, optimiser, best_weights);
           result.checkpoint_written = true;
         }
-        if (lm && o.eval_steps > 0 && p.done % o.eval_steps == 0 && validating && cb.on_eval) {
+        if (o.eval_steps > 0 && p.done % o.eval_steps == 0 && validating && cb.on_eval) {
           const scored_examples sc = score_valid();
           cb.on_eval({p.done, total, p.all_tokens, sc.loss, sc.accuracy});
         }

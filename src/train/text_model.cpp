@@ -16,6 +16,7 @@
 #include "io/read_file.hpp"
 #include "nn/cross_entropy.hpp"
 #include "train/lm_evaluate.hpp"
+#include "train/masked_evaluate.hpp"
 #include "train/model_input.hpp"
 #include "train/text_model_impl.hpp"
 
@@ -303,12 +304,10 @@ attention_map text_model::attention(std::string_view text, int64_t layer) const 
   return out;
 }
 
-evaluation text_model::evaluate(const std::string& path) const {
+evaluation text_model::evaluate(const std::string& path, int64_t hide_every, uint64_t seed) const {
   const impl& m = *impl_;
   if (m.config.task == text_task::lm) return train::evaluate_lm(m, path);
-  if (m.config.task == text_task::masked_word)
-    throw_usage("a masked-word model is scored while it trains (the held-out sequences' "
-                "masked-word accuracy) and by bench/wic, not by eval");
+  if (m.config.task == text_task::masked_word) return train::evaluate_masked_words(m, path, hide_every, seed);
   const std::vector<train::text_example> examples = train::read_examples(path, m.config.task);
   if (examples.empty()) throw_input(path, "no line to score (the file is empty or blank)");
   data_summary summary;
@@ -392,14 +391,20 @@ void score_tally::add(const nn::network<float>& net, const nn::batch& b) {
   if (rows == 0) return;
   const int64_t classes = net.shape().classes;
   loss_sum += static_cast<double>(net.forward(b, cache)) * static_cast<double>(rows);
-  int64_t right = 0;  // (the rows' argmax: a language model's 4k rows × 16k words)
-#pragma omp parallel for reduction(+ : right) if (rows * classes >= (int64_t{1} << 20))
+  int64_t right = 0, top5 = 0;  // (a language model's 4k rows × 16k words)
+#pragma omp parallel for reduction(+ : right, top5) if (rows * classes >= (int64_t{1} << 20))
   for (int64_t r = 0; r < rows; ++r) {
     const float* z = cache.logits.data() + r * classes;
-    const int64_t best = std::max_element(z, z + classes) - z;
-    right += best == b.targets[static_cast<size_t>(r)] ? 1 : 0;
+    const int64_t target = b.targets[static_cast<size_t>(r)];
+    // The target's rank: the classes scored above it, ties before it counted as above (as
+    // the argmax picks the first of equal scores).
+    int64_t above = 0;
+    for (int64_t c = 0; c < classes; ++c) above += (z[c] > z[target] || (z[c] == z[target] && c < target)) ? 1 : 0;
+    right += above == 0 ? 1 : 0;
+    top5 += above < 5 ? 1 : 0;
   }
   correct += right;
+  in_top5 += top5;
   n += rows;
 }
 
@@ -409,6 +414,7 @@ scored_examples score_tally::result() const {
   if (n > 0) {
     s.loss = loss_sum / static_cast<double>(n);
     s.accuracy = static_cast<double>(correct) / static_cast<double>(n);
+    s.top5 = static_cast<double>(in_top5) / static_cast<double>(n);
   }
   return s;
 }

@@ -1,5 +1,7 @@
 // attn::text_model's contextual embeddings: the output of the model's (last) attention block for
 // each token, read from the forward's cache before the mean pool.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 
@@ -12,10 +14,9 @@ namespace attn {
 
 namespace {
 
-// A masked-word model reads each place of the text with its word hidden: one sequence per
-// token, that token replaced by the mask token, all in one batch; row t is sequence t's output
-// at t. (A word's own vector would dominate its output; hidden, the output is what the context
-// says belongs there, the reading the model was trained to make.)
+// The cloze reading of a masked-word model: one sequence per token, that token replaced by the
+// mask token, all in one batch; row t is sequence t's output at t (what the context says
+// belongs there, with nothing of the word itself).
 std::vector<float> hidden_readings(const text_model::impl& m, const nn::batch& text) {
   const int64_t l = text.length, e = m.config.dim;
   const int64_t mask = m.inputs.find(train::mask_token);
@@ -38,10 +39,13 @@ std::vector<float> hidden_readings(const text_model::impl& m, const nn::batch& t
 
 }  // namespace
 
-contextual_embedding text_model::embed(std::string_view text) const {
+contextual_embedding text_model::embed(std::string_view text, token_reading reading) const {
   const impl& m = *impl_;
+  if (reading == token_reading::hidden && m.config.task != text_task::masked_word)
+    throw_usage(fmt::format("the hidden-token reading needs a masked-word model (this one is {})",
+                            task_name(m.config.task)));
   const train::model_input in = train::read_input(m, text);
-  if (m.config.task == text_task::masked_word) {
+  if (reading == token_reading::hidden) {
     contextual_embedding out;
     out.tokens = in.tokens;
     out.unknown = in.unknown;
@@ -50,8 +54,9 @@ contextual_embedding text_model::embed(std::string_view text) const {
   }
   nn::network_cache<float> cache;
   m.net.forward(in.batch, cache);
-  // cache.y [1, L, E]: the last attention block's output. For next-word models the attention
-  // is causal, so row t has seen tokens 0 … t only, as when the model predicts from prefix t.
+  // cache.y [1, L, E]: the last attention block's output. For next-word and lm models the
+  // attention is causal, so row t has seen tokens 0 … t only, as when the model predicts from
+  // prefix t.
   const int64_t l = in.batch.length, e = m.config.dim;
   contextual_embedding out;
   out.tokens = in.tokens;
@@ -60,11 +65,11 @@ contextual_embedding text_model::embed(std::string_view text) const {
   return out;
 }
 
-tensor text_model::embed_as_words(std::string_view text) const {
+tensor text_model::embed_as_words(std::string_view text, token_reading reading) const {
   const impl& m = *impl_;
   if (m.config.task != text_task::masked_word)
     throw_usage("only a masked-word model maps its readings to the word vectors' space");
-  const contextual_embedding e = embed(text);
+  const contextual_embedding e = embed(text, reading);
   const int64_t l = e.embeddings.shape()[0], in = m.config.embed_dim;
   std::vector<float> words(static_cast<size_t>(l * in));
   const std::vector<float> y(e.embeddings.values().begin(), e.embeddings.values().end());

@@ -26,6 +26,7 @@ namespace attn::train {
 
 struct scored_examples {
   double loss = 0, accuracy = 0;
+  double top5 = 0;  // the share whose answer is among the 5 highest scores
   int64_t n = 0;
 };
 
@@ -38,7 +39,7 @@ struct score_tally {
   scored_examples result() const;
 
   double loss_sum = 0;
-  int64_t correct = 0, n = 0;
+  int64_t correct = 0, in_top5 = 0, n = 0;
   nn::network_cache<float> cache;
 };
 

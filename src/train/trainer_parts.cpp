@@ -229,6 +229,7 @@ std::string training_record(const train_options& o, int64_t epochs) {
   }
   if (o.task == text_task::masked_word) {
     j["mask_share"] = o.mask_share;
+    if (o.time_limit > 0) j["time"] = o.time_limit;  // absent before masked-word took --time
     j["max_length"] = o.max_length;
     j["max_outputs"] = o.max_outputs;
   }

@@ -177,6 +177,3 @@ def test_neighbors_with_the_builtin_model_puts_three_readings_side_by_side():
     r = run_attn("neighbors", "--model", "builtin", "--word", "shore", "he sat on the bank")
     assert r.code == 1
     assert "not a token of the text" in one_error_line(r)
-    r = run_attn("eval", "--model", "builtin", "--data", __file__)
-    assert r.code == 1
-    assert "bench/wic" in one_error_line(r)

@@ -251,9 +251,10 @@ def test_predicts_first_label_is_the_clis_first_line(hand_models, trained_model,
             assert attn.TextModel.load(path).predict(text)[0][0] == want
 
 
-def test_the_builtin_context_model_reads_each_place_with_its_word_hidden():
+def test_the_builtin_context_model_reads_each_token_present_or_hidden():
     """attn.TextModel.load("builtin"): the masked-word model in the library. Row t of embed() is
-    its output at t with token t hidden, so it does not depend on token t itself."""
+    its output at t with the whole text read (token t present); with hide_token=True, with token
+    t hidden, so that row does not depend on token t itself."""
     m = attn.TextModel.load("builtin")
     assert m.task == "masked-word"
     tokens, rows = m.embed("he sat on the bank of the river")
@@ -261,11 +262,46 @@ def test_the_builtin_context_model_reads_each_place_with_its_word_hidden():
     assert rows.shape == (8, 100) and rows.dtype == np.float32
     _, same = m.embed("he sat on the bank of the river")
     assert np.array_equal(rows, same)
-    # Another word in bank's place: bank's own row is unchanged (it never saw the word), the
-    # other rows change (they see it).
     _, other = m.embed("he sat on the shore of the river")
-    assert np.array_equal(rows[4], other[4])
-    assert not np.allclose(rows[5], other[5])
+    assert not np.allclose(rows[4], other[4])
+    # Hidden: bank's own row is unchanged by another word in its place (it never sees the
+    # word), the other rows change (they see it).
+    _, hidden = m.embed("he sat on the bank of the river", hide_token=True)
+    _, hidden_other = m.embed("he sat on the shore of the river", hide_token=True)
+    assert np.array_equal(hidden[4], hidden_other[4])
+    assert not np.allclose(hidden[5], hidden_other[5])
+
+
+@pytest.mark.parametrize("pool", ["mean", "max", "cls", "last"])
+def test_embed_pool_gives_the_clis_sentence_vector(pool):
+    m = attn.TextModel.load("builtin")
+    _, rows = m.embed("she paid the money into the bank")
+    v = m.embed("she paid the money into the bank", pool=pool)
+    want = {"mean": rows.mean(0, dtype=np.float64), "max": rows.max(0), "cls": rows[0], "last": rows[-1]}[pool]
+    assert v.shape == (100,) and v.dtype == np.float32
+    np.testing.assert_allclose(v, want, rtol=1e-5, atol=1e-6)
+    u = m.embed("she paid the money into the bank", pool=pool, normalize=True)
+    np.testing.assert_allclose(np.linalg.norm(u), 1, atol=1e-6)
+    if os.path.exists(ATTN):
+        cli = json.loads(run_cli("embed", "--model", "builtin", "--pool", pool, "--normalize", "--format", "json",
+                                 "she paid the money into the bank"))
+        np.testing.assert_array_equal(u, np.array(cli["embedding"], np.float32))
+    with pytest.raises(attn.UsageError):
+        m.embed("the bank", pool="median")
+    with pytest.raises(attn.UsageError):
+        m.embed("the bank", normalize=True)
+
+
+def test_evaluate_on_a_masked_word_model_hides_every_kth_word(tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text("he sat on the bank of the river .\nshe paid the money into the bank .\n" * 20)
+    m = attn.TextModel.load("builtin")
+    e = m.evaluate(text, every=5, seed=1)
+    assert e["every"] == 5 and e["seed"] == 1 and e["lines"] == 40
+    assert abs(e["hidden"] - (9 + 8) * 20 / 5) <= 1  # 9 and 8 tokens a line pair
+    assert 0 <= e["top1"] <= e["top5"] <= 1
+    if os.path.exists(ATTN):
+        assert json.loads(run_cli("eval", "--model", "builtin", "--data", text, "--every", "5", "--seed", "1")) == e
 
 
 def test_a_language_model_generates_and_reports_perplexity(tmp_path):
