@@ -49,7 +49,6 @@ constexpr int64_t default_min_steps = 3000;
 constexpr int64_t default_lm_min_steps = 500;  // 2M tokens at the default shape
 constexpr int64_t max_epochs = 100;
 constexpr size_t score_batch = 64;
-constexpr size_t score_logits = size_t{1} << 25;  // 128 MB of logits at most, scoring
 
 uint64_t mix(uint64_t a, uint64_t b) {
   uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
@@ -234,26 +233,25 @@ word_sequence encode(const std::vector<std::string>& tokens, const word_index& i
 }
 
 // Mean cross-entropy and accuracy over the hidden words of the held-out sequences.
-// Groups of up to score_batch sequences, fewer when their logits would pass score_logits floats
+// Groups of up to score_batch sequences, fewer when their logits would pass max_scoring_logits
 // (a 16k-word language model's 64 windows of 512 would be 2 GB).
 scored_examples score(const nn::network<float>& net, const std::vector<masked_sequence>& valid) {
   score_tally tally;
   const auto classes = static_cast<size_t>(net.shape().classes);
   std::vector<const masked_sequence*> group;
   size_t rows = 0;
-  for (size_t i = 0; i <= valid.size(); ++i) {
-    const size_t more = i < valid.size() ? valid[i].positions.size() : 0;
-    const bool full = group.size() == score_batch || (rows + more) * classes > score_logits;
-    if (!group.empty() && (i == valid.size() || full)) {
-      tally.add(net, make_masked_batch(group));
-      group.clear();
-      rows = 0;
-    }
-    if (i < valid.size()) {
-      group.push_back(&valid[i]);
-      rows += more;
-    }
+  const auto flush = [&] {
+    if (!group.empty()) tally.add(net, make_masked_batch(group));
+    group.clear();
+    rows = 0;
+  };
+  for (const masked_sequence& s : valid) {
+    const size_t more = s.positions.size();
+    if (group.size() == score_batch || (rows + more) * classes > max_scoring_logits) flush();
+    group.push_back(&s);
+    rows += more;
   }
+  flush();
   return tally.result();
 }
 

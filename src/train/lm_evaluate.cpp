@@ -14,7 +14,7 @@ evaluation evaluate_lm(const text_model::impl& m, const std::string& path) {
   // Up to 32 windows a pass, fewer when their logits would pass 128 MB (a 16k-word model's 32
   // windows of 512 would be 1 GB).
   const int64_t windows_at_once =
-      std::clamp<int64_t>((int64_t{1} << 25) / std::max<int64_t>(context * m.net.shape().classes, 1), 1, 32);
+      std::clamp<int64_t>(static_cast<int64_t>(max_scoring_logits) / std::max<int64_t>(context * m.net.shape().classes, 1), 1, 32);
   corpus_reader reader(path, 0);
   std::vector<std::string> paragraph;
   std::vector<int64_t> stream{m.inputs.find(end_token)};

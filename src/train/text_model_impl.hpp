@@ -33,6 +33,10 @@ struct scored_examples {
 nn::network_shape network_shape_for(const text_model_config& config, int64_t vocabulary,
                                     int64_t classes);
 
+// The most logits scoring holds at once (128 MB of floats): held-out scoring and attn eval
+// group their sequences under it.
+inline constexpr size_t max_scoring_logits = size_t{1} << 25;
+
 // Mean cross-entropy and top-1 accuracy, gathered a batch at a time (every task's evaluation).
 struct score_tally {
   void add(const nn::network<float>& net, const nn::batch& b);
