@@ -230,6 +230,8 @@ void run(const train_args& args, const train_hooks& hooks) {
                result.budget_end.empty() ? "" : fmt::format(" (the {} budget)", result.budget_end));
   } else {
     report_data("trained on", result.train);
+    if (!result.budget_end.empty())
+      fmt::print(stderr, "{} tokens trained on (the {} budget)\n", result.trained_tokens, result.budget_end);
   }
   if (result.left_out > 0)
     fmt::print(stderr, "  {} training lines inside held-out lines left out (their labels would "

@@ -152,7 +152,8 @@ class text_model {
   // "./builtin" and "./builtin-lm".
   static text_model load(const std::string& path);
   // The built-in context model, embedded in the library: masked-word attention trained on
-  // WikiText-2 over the default vectors, for contextual embeddings (embed, neighbors, heatmap).
+  // English Wikipedia over the default vectors, for contextual embeddings (embed, neighbors,
+  // heatmap, predict).
   static text_model builtin();
   // From safetensors bytes; `source` names them in errors.
   static text_model decode(const std::string& bytes, const std::string& source);

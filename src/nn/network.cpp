@@ -263,6 +263,13 @@ T network<T>::forward(const batch& b, network_cache<T>& c, uint64_t dropout_seed
                          c.y.data(), c.final_mean.data(), c.final_rstd.data(), tokens, s.width);
     }
   }
+  // A batch with no rows asks for the token vectors y alone (embed): no pooling and no output
+  // head, whose tied table gather alone is classes × embed floats a forward.
+  if (rows == 0) {
+    c.logits.clear();
+    c.row_lse.clear();
+    return T(0);
+  }
   // y → pooled [R, P]: the mean, the max, both side by side, or attention-weighted
   const int64_t p = s.pooled();
   c.pooled.resize(static_cast<size_t>(rows * p));

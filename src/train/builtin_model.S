@@ -1,5 +1,5 @@
-// The built-in context model (data/context-wikitext2.safetensors, made by
-// scripts/make_builtin_context_model.sh), embedded in the library at build time like the default
+// The built-in context model (data/context-wikipedia.safetensors, made by
+// scripts/make_builtin_context_model.py), embedded in the library at build time like the default
 // vectors: hidden symbols, read only by builtin_model.cpp.
     .section .rodata
     .balign 64

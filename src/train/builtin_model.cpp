@@ -1,4 +1,4 @@
-// The built-in context model: a masked-word model trained on WikiText-2 over the embedded GloVe
+// The built-in context model: a masked-word model trained on Wikipedia over the embedded GloVe
 // vectors (see data/NOTICE.md), stored as a model file inside the library. It holds only what
 // training learned; its input vectors are the embedded defaults, as in any model trained on them.
 #include <string>

@@ -27,8 +27,8 @@ std::vector<float> hidden_readings(const text_model::impl& m, const nn::batch& t
   for (int64_t t = 0; t < l; ++t) {
     b.ids.insert(b.ids.end(), text.ids.begin(), text.ids.begin() + l);
     b.ids[static_cast<size_t>(t * l + t)] = mask;
-    b.rows.push_back({t, t + 1});
   }
+  // No rows: only cache.y is read (the output head is not run).
   nn::network_cache<float> cache;
   m.net.forward(b, cache);
   std::vector<float> out(static_cast<size_t>(l * e));
@@ -52,8 +52,11 @@ contextual_embedding text_model::embed(std::string_view text, token_reading read
     out.embeddings = tensor({in.batch.length, m.config.dim}, hidden_readings(m, in.batch));
     return out;
   }
+  nn::batch tokens_only = in.batch;
+  tokens_only.rows.clear();  // only cache.y is read: the output head is not run
+  tokens_only.targets.clear();
   nn::network_cache<float> cache;
-  m.net.forward(in.batch, cache);
+  m.net.forward(tokens_only, cache);
   // cache.y [1, L, E]: the last attention block's output. For next-word and lm models the
   // attention is causal, so row t has seen tokens 0 … t only, as when the model predicts from
   // prefix t.
@@ -107,9 +110,7 @@ vectors text_model::embed_vocabulary() const {
     b.ids.resize(static_cast<size_t>(n));
     std::copy_n(rows.begin() + begin, n, b.ids.begin());
     b.lengths.assign(static_cast<size_t>(n), 1);
-    // Each sequence pooled alone, as predict would; only cache.y is read.
-    b.rows.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) b.rows[static_cast<size_t>(i)] = {i, 1};
+    // No rows: only cache.y is read (the output head is not run).
     m.net.forward(b, cache);
     std::copy(cache.y.begin(), cache.y.begin() + n * e, values.begin() + begin * e);
   }

@@ -214,3 +214,18 @@ def test_eval_errors(context_model, tmp_path):
     r = run_attn("eval", "--model", model, "--data", blank)
     assert r.code == 2
     assert "blank.txt" in one_error_line(r)
+
+
+def test_masked_word_training_stops_at_its_time_budget(context_model, tmp_path):
+    _, corpus = context_model
+    out = tmp_path / "timed.safetensors"
+    r = run_attn("train", "--task", "masked-word", "--data", corpus, "--layers", "1", "--epochs", "100000",
+                 "--patience", "100000", "--time", "2s", "--threads", "1", "-o", out)
+    assert r.code == 0, r.err
+    assert "(the --time budget)" in r.err and out.exists()
+    r = run_attn("train", "--task", "masked-word", "--data", corpus, "--max-tokens", "1000", "-o", out)
+    assert r.code == 1
+    assert "--max-tokens is for --task lm" in one_error_line(r)
+    r = run_attn("train", "--task", "classify", "--data", corpus, "--time", "1m", "-o", out)
+    assert r.code == 1
+    assert "masked-word and lm" in one_error_line(r)

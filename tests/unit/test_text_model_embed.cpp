@@ -127,7 +127,7 @@ TEST(text_model_embed, a_text_with_no_known_word_is_a_usage_error) {
 
 }  // namespace
 
-TEST(text_model_embed, the_builtin_context_model_loads_and_reads_hidden_places) {
+TEST(text_model_embed, the_builtin_context_model_reads_tokens_present_or_hidden) {
   // The masked-word model embedded in the library, by name and by its own function.
   const attn::text_model m = attn::text_model::load("builtin");
   EXPECT_EQ(m.config().task, attn::text_task::masked_word);
@@ -135,11 +135,18 @@ TEST(text_model_embed, the_builtin_context_model_loads_and_reads_hidden_places) 
   const attn::contextual_embedding e = m.embed("she paid the money into the bank");
   ASSERT_EQ(e.tokens.size(), 7u);
   ASSERT_EQ(e.embeddings.shape(), (attn::shape_t{7, m.config().dim}));
-  // Row t never sees token t: another word in the last place leaves the last row as it is.
-  const attn::contextual_embedding f = attn::text_model::builtin().embed("she paid the money into the river");
+  // The visible reading (the default) is the network's last block output, one pass.
+  expect_rows_are_cache_y(m, "she paid the money into the bank",
+                          {"she", "paid", "the", "money", "into", "the", "bank"});
+  const attn::text_model b = attn::text_model::builtin();
+  const attn::contextual_embedding f = b.embed("she paid the money into the river");
+  EXPECT_NE(e.embeddings.at({6, 0}), f.embeddings.at({6, 0}));
+  // Hidden, row t never sees token t: another word in the last place leaves the last row as it is.
+  const attn::contextual_embedding eh = m.embed("she paid the money into the bank", attn::token_reading::hidden);
+  const attn::contextual_embedding fh = b.embed("she paid the money into the river", attn::token_reading::hidden);
   for (int64_t j = 0; j < m.config().dim; ++j)
-    EXPECT_EQ(e.embeddings.at({6, j}), f.embeddings.at({6, j}));
-  EXPECT_NE(e.embeddings.at({5, 0}), f.embeddings.at({5, 0}));
+    EXPECT_EQ(eh.embeddings.at({6, j}), fh.embeddings.at({6, j}));
+  EXPECT_NE(eh.embeddings.at({5, 0}), fh.embeddings.at({5, 0}));
   const attn::tensor w = m.embed_as_words("she paid the money into the bank");
   EXPECT_EQ(w.shape(), (attn::shape_t{7, m.config().embed_dim}));
 }
