@@ -11,6 +11,7 @@
 #include "attn/embed.hpp"
 #include "attn/error.hpp"
 #include "attn/heatmap.hpp"
+#include "attn/inspection.hpp"
 #include "attn/text_model.hpp"
 #include "cli_common.hpp"
 #include "file_roles.hpp"
@@ -67,32 +68,37 @@ heatmap_page model_page(const heatmap_args& args, std::optional<int> head) {
   if (chosen && *chosen >= layers)
     throw_usage(fmt::format("--layer {} is out of range: the model has {} layer{} (0 … {})", *chosen,
                             layers, layers == 1 ? "" : "s", layers - 1));
-  const attention_map a = model.attention(text);
-  if (!a.unknown.empty())
-    warn(fmt::format("left out of attention, not known to the model: {}", fmt::join(a.unknown, " ")));
+  model_inspection x = model.inspect(text);
+  if (!x.unknown.empty())
+    warn(fmt::format("left out of attention, not known to the model: {}", fmt::join(x.unknown, " ")));
   const text_model_config& c = model.config();
   heatmap_page page;
   page.map.title = fmt::format("Attention of each head of {}: how much each token (row) attends "
                                "to each token (column)",
                                args.model_path);
-  page.map.queries = a.tokens;
-  page.map.keys = a.tokens;
-  const int64_t heads = a.weights.dim(0), n = a.weights.dim(1);
+  page.map.queries = x.tokens;
+  page.map.keys = x.tokens;
+  const int64_t heads = x.layers.front().weights.dim(0), n = x.layers.front().weights.dim(1);
   if (head && *head >= heads)
     throw_usage(fmt::format("--head {} is out of range: the model has {} head{} (0 … {})", *head, heads,
                             heads == 1 ? "" : "s", heads - 1));
   for (int64_t layer = 0; layer < layers; ++layer) {
     if (chosen && *chosen != layer) continue;
-    const attention_map l = layer + 1 == layers ? a : model.attention(text, layer);
+    const tensor& w = x.layers[static_cast<size_t>(layer)].weights;
     for (int64_t h = 0; h < heads; ++h) {
       if (head && *head != h) continue;
       page.map.heads.push_back({layers == 1 ? fmt::format("head {}", h) : fmt::format("layer {} head {}", layer, h),
-                                l.weights.slice(0, h, h + 1).contiguous().reshape({n, n})});
+                                w.slice(0, h, h + 1).contiguous().reshape({n, n})});
     }
   }
-  page.notes.push_back(fmt::format("Tokens ({}): {}", n, fmt::join(a.tokens, " ")));
-  if (!a.unknown.empty())
-    page.notes.push_back(fmt::format("Left out, not known to the model: {}", fmt::join(a.unknown, " ")));
+  // The page holds every layer and head and opens on the ones asked for.
+  page.initial_layer = chosen ? *chosen : static_cast<int>(layers - 1);
+  page.initial_head = head ? *head : 0;
+  const std::vector<std::string> unknown = x.unknown, tokens = x.tokens;
+  page.inspection = std::move(x);
+  page.notes.push_back(fmt::format("Tokens ({}): {}", n, fmt::join(tokens, " ")));
+  if (!unknown.empty())
+    page.notes.push_back(fmt::format("Left out, not known to the model: {}", fmt::join(unknown, " ")));
   page.notes.push_back(fmt::format(
       "Model: {} ({} task, {} head{} of {} dimensions, scale 1/√{}{})", args.model_path,
       task_name(c.task), heads, heads == 1 ? "" : "s", c.dim / heads, c.dim / heads,

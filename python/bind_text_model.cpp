@@ -12,6 +12,7 @@
 
 #include "arrays.hpp"
 #include "attn/error.hpp"
+#include "attn/inspection.hpp"
 #include "attn/sentence_vector.hpp"
 #include "attn/text_model.hpp"
 #include "bindings.hpp"
@@ -73,6 +74,31 @@ py::list predict(const text_model& m, const std::string& text, int64_t k) {
   py::list out;
   for (const scored_label& s : p.top) out.append(py::make_tuple(s.label, s.probability));
   return out;
+}
+
+// inspect: every layer as a dict of numpy arrays (q, k, v, weights) and, for lm and masked-word
+// models, each token's top words from that layer's output.
+py::dict inspect(const text_model& m, const std::string& text, int64_t top) {
+  using namespace pybind11::literals;
+  if (top < 1) throw_usage(fmt::format("top must be at least 1, got {}", top));
+  model_inspection x;
+  {
+    py::gil_scoped_release release;
+    x = m.inspect(text, top);
+  }
+  py::list layers;
+  for (const layer_inspection& l : x.layers) {
+    py::list predictions;
+    for (const auto& row : l.predictions) {
+      py::list words;
+      for (const scored_label& s : row) words.append(py::make_tuple(s.label, s.probability));
+      predictions.append(words);
+    }
+    layers.append(py::dict("q"_a = to_numpy(l.q), "k"_a = to_numpy(l.k), "v"_a = to_numpy(l.v),
+                           "weights"_a = to_numpy(l.weights), "predictions"_a = predictions));
+  }
+  return py::dict("tokens"_a = x.tokens, "unknown"_a = x.unknown, "causal"_a = x.causal, "scale"_a = x.scale,
+                  "mask_position"_a = x.mask_position, "layers"_a = layers);
 }
 
 py::dict evaluate(const text_model& m, const std::filesystem::path& path, int64_t every, uint64_t seed) {
@@ -155,6 +181,14 @@ void bind_text_model(py::module_& m) {
           "each token read with itself replaced by the mask, what its context says belongs there.")
       .def("predict", &predict, "text"_a, "k"_a = 5,
            "The k most likely next words (or labels) as (label, probability), best first.")
+      .def("inspect", &inspect, "text"_a, "top"_a = 5,
+           "What each layer does with the text, as the page of attn heatmap draws it: "
+           "{'tokens', 'unknown', 'causal', 'scale', 'mask_position', 'layers'}; each layer a dict "
+           "of float32 arrays 'q', 'k', 'v' [H, L, D] and 'weights' [H, L, L] "
+           "(softmax(scale·q·kᵀ), causal for a language model) and, for lm and masked-word "
+           "models, 'predictions': for each token the `top` (word, probability) pairs that layer's "
+           "output points to through the model's output layer (an lm's token t: the token after "
+           "it; a masked-word model's: the word at t).")
       .def("evaluate", &evaluate, "path"_a, py::kw_only(), "every"_a = 7, "seed"_a = 0,
            "Accuracy, mean cross-entropy and the number of predictions scored over a data file "
            "in the task's format: {'accuracy', 'loss', 'n', …}, as attn eval prints it. A "

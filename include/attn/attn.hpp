@@ -11,6 +11,7 @@
 #include "attn/embed.hpp"
 #include "attn/error.hpp"
 #include "attn/heatmap.hpp"
+#include "attn/inspection.hpp"
 #include "attn/linear.hpp"
 #include "attn/mask.hpp"
 #include "attn/multihead_attention.hpp"

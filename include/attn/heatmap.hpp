@@ -10,10 +10,12 @@
 // The renderers take any list of heads, so a multi-head model gives one panel per head.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "attn/embed.hpp"
+#include "attn/inspection.hpp"
 #include "attn/tensor.hpp"
 
 namespace attn {
@@ -44,6 +46,12 @@ struct heatmap_page {
   heatmap map;
   std::vector<std::string> notes;     // lines under the title (text, vectors, scale, left out)
   std::vector<heatmap_table> tables;  // shown in order under the pictures
+  // The layers with each head's q, k and v (a trained model's inspect(), or the word vectors as
+  // q = k = v): the page then draws every layer (its weights recomputed from q and k), the neuron
+  // view and, when present, each layer's predictions. Empty: the page draws map's heads.
+  std::optional<model_inspection> inspection;
+  int initial_layer = -1;  // the layer and head the page opens on (-1: the last layer)
+  int initial_head = 0;
 };
 
 // Throws a usage error unless there is at least one head and every head is [L, S] with L and S

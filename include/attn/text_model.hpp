@@ -140,6 +140,8 @@ struct generation {
   std::string text;                  // the tokens as readable text (attn/detokenize.hpp)
 };
 
+struct model_inspection;  // attn/inspection.hpp
+
 class text_model {
  public:
   text_model();
@@ -171,6 +173,10 @@ class text_model {
   attention_map attention(std::string_view text) const;
   // The same for encoder layer `layer` (0 … layers − 1; the last is attention(text)).
   attention_map attention(std::string_view text, int64_t layer) const;
+  // Every layer's heads (q, k, v, weights) and, for lm and masked-word models, the top words
+  // each layer's output points to at each token: attn/inspection.hpp. A text with no known
+  // word is a usage error.
+  model_inspection inspect(std::string_view text, int64_t top = 5) const;
   // The model's contextual embedding of each token of the text (see contextual_embedding): row
   // t is the last block's output at t, the whole text read in one pass (each token with itself
   // present, as ELMo and BERT give their vectors). A masked-word model (the built-in one) can

@@ -81,6 +81,19 @@ heatmap_page explain_page(const embedding& e, const std::string& vectors_source)
   page.tables.push_back(
       {fmt::format("5. C = A·E: the contextual embedding of each token [{} × {}]", n, d),
        e.steps.context, t, dims, false, false});
+  // The seeds' attention as one layer with one head whose query, key and value are the word
+  // vectors themselves: the page's neuron view then shows S = E·Eᵀ row by row.
+  model_inspection x;
+  x.tokens = e.tokens;
+  x.unknown = e.unknown;
+  x.scale = e.steps.scale;
+  layer_inspection layer;
+  layer.q = e.static_vectors.contiguous().reshape({1, n, d});
+  layer.k = layer.q;
+  layer.v = layer.q;
+  layer.weights = e.steps.weights.contiguous().reshape({1, n, n});
+  x.layers.push_back(std::move(layer));
+  page.inspection = std::move(x);
   return page;
 }
 

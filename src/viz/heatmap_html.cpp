@@ -3,7 +3,7 @@
 // Everything is in the one file: no links, no fonts, no scripts from elsewhere.
 #include <fmt/format.h>
 
-#include <charconv>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
@@ -86,28 +86,9 @@ std::string table_html(const heatmap_table& t) {
   return out;
 }
 
-// The weights for the head view, as JSON that is safe inside <script>: "</" cannot close the
-// element and every non-ASCII character is escaped.
-std::string data_json(const heatmap& m) {
-  nlohmann::json heads = nlohmann::json::array();
-  for (const auto& head : m.heads) {
-    const tensor w = head.weights.contiguous();
-    const int64_t rows = w.dim(0), cols = w.dim(1);
-    nlohmann::json matrix = nlohmann::json::array();
-    for (int64_t i = 0; i < rows; ++i) {
-      nlohmann::json row = nlohmann::json::array();
-      // Through the float's shortest text, so the page holds 0.0749, not 0.07490000128746033.
-      for (int64_t j = 0; j < cols; ++j) {
-        const std::string text = viz::exact(w.data()[i * cols + j]);
-        double value = 0;  // from_chars, not stod: no locale may turn "0.5" into 0
-        std::from_chars(text.data(), text.data() + text.size(), value);
-        row.push_back(value);
-      }
-      matrix.push_back(std::move(row));
-    }
-    heads.push_back({{"name", head.name}, {"weights", std::move(matrix)}});
-  }
-  nlohmann::json data = {{"queries", m.queries}, {"keys", m.keys}, {"heads", std::move(heads)}};
+// JSON that is safe inside <script>: "</" cannot close the element and every non-ASCII
+// character is escaped.
+std::string script_json(const nlohmann::json& data) {
   std::string text = data.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -115,6 +96,69 @@ std::string data_json(const heatmap& m) {
     if (text[i] == '<' && i + 1 < text.size() && text[i + 1] == '/') out += '\\';
   }
   return out;
+}
+
+std::string floats_of(const tensor& t) {
+  const tensor c = t.contiguous();
+  return viz::base64_floats(c.data(), static_cast<size_t>(c.numel()));
+}
+
+// What the page's script draws: the layers and heads (each head's q, k and v, from which the
+// page computes its weights; or, for a heatmap built from weights alone, the weights), base64
+// float32 rows, and each layer's predictions.
+nlohmann::json page_data(const heatmap_page& page) {
+  const heatmap& m = page.map;
+  nlohmann::json layers = nlohmann::json::array();
+  nlohmann::json data = {{"queries", m.queries}, {"keys", m.keys}};
+  if (page.inspection) {
+    const model_inspection& x = *page.inspection;
+    const auto n = static_cast<int64_t>(x.tokens.size());
+    for (size_t l = 0; l < x.layers.size(); ++l) {
+      const layer_inspection& layer = x.layers[l];
+      nlohmann::json heads = nlohmann::json::array();
+      const int64_t count = layer.q.dim(0), d = layer.q.dim(2);
+      for (int64_t h = 0; h < count; ++h)
+        heads.push_back({{"name", fmt::format("head {}", h)},
+                         {"dim", d},
+                         {"q", floats_of(layer.q.slice(0, h, h + 1))},
+                         {"k", floats_of(layer.k.slice(0, h, h + 1))},
+                         {"v", floats_of(layer.v.slice(0, h, h + 1))}});
+      layers.push_back({{"name", x.layers.size() > 1 ? fmt::format("layer {}", l) : std::string()},
+                        {"heads", std::move(heads)}});
+    }
+    data["queries"] = x.tokens;
+    data["keys"] = x.tokens;
+    data["scale"] = x.scale;
+    data["causal"] = x.causal;
+    // The token the views open on: the hidden word, or the last token of a causal model (what
+    // comes next); none otherwise.
+    data["focus"] = x.mask_position >= 0 ? x.mask_position : x.causal ? n - 1 : -1;
+    const bool words = !x.layers.empty() && !x.layers.front().predictions.empty();
+    if (words) {
+      nlohmann::json predicted = nlohmann::json::array();
+      for (const layer_inspection& layer : x.layers) {
+        nlohmann::json rows = nlohmann::json::array();
+        for (const auto& top : layer.predictions) {
+          nlohmann::json row = nlohmann::json::array();
+          for (const scored_label& w : top) row.push_back({w.label, w.probability});
+          rows.push_back(std::move(row));
+        }
+        predicted.push_back(std::move(rows));
+      }
+      data["predictions"] = {{"about", x.causal ? "next" : "here"}, {"layers", std::move(predicted)}};
+    }
+  } else {
+    nlohmann::json heads = nlohmann::json::array();
+    for (const auto& head : m.heads) heads.push_back({{"name", head.name}, {"weights", floats_of(head.weights)}});
+    layers.push_back({{"name", ""}, {"heads", std::move(heads)}});
+    data["focus"] = -1;
+  }
+  const auto layer_count = static_cast<int>(layers.size());
+  data["initialLayer"] = page.initial_layer >= 0 && page.initial_layer < layer_count ? page.initial_layer
+                                                                                    : layer_count - 1;
+  data["initialHead"] = std::max(0, page.initial_head);
+  data["layers"] = std::move(layers);
+  return data;
 }
 
 }  // namespace
@@ -129,30 +173,17 @@ std::string render_heatmap_html(const heatmap_page& page) {
   out += fmt::format("<style>{}</style>\n</head>\n<body>\n", viz::page_css);
   out += "<h1>Who attends to whom</h1>\n";
   for (const auto& note : page.notes) out += fmt::format("<p class=\"note\">{}</p>\n", viz::escape(note));
-  if (m.heads.size() > 1) {
-    out += "<div class=\"controls\"><label>Head <select id=\"head-select\">";
-    for (size_t h = 0; h < m.heads.size(); ++h)
-      out += fmt::format("<option value=\"{}\">{}</option>", h, viz::escape(m.heads[h].name));
-    out += "</select></label></div>\n";
-  }
-  out += "<div class=\"pictures\">\n<section class=\"heatmap\">\n<h2>Heatmap</h2>\n"
-         "<p class=\"hint\">Rows are queries, columns are keys; each row sums to 1. Point at a "
-         "cell for its exact value.</p>\n";
-  out += viz::heatmap_svg_element(m);
-  out += "</section>\n<section class=\"head-view\">\n<h2>Head view</h2>\n"
-         "<p class=\"hint\">Point at a token on the left to see what it attends to, on the right "
-         "to see what attends to it; click to keep it.</p>\n"
-         "<svg id=\"head-view\" xmlns=\"http://www.w3.org/2000/svg\"></svg>\n"
-         "<noscript><p>The head view needs JavaScript; the heatmap and the tables do not.</p>"
-         "</noscript>\n</section>\n</div>\n";
+  // The views are drawn by the script from the data below; the tables need no script.
+  out += "<noscript><p>The pictures need JavaScript; the tables below do not.</p></noscript>\n"
+         "<div id=\"app\"></div>\n";
   if (!page.tables.empty()) {
     out += "<section class=\"steps\">\n<h2>Step by step</h2>\n";
     for (const auto& t : page.tables) out += table_html(t);
     out += "</section>\n";
   }
   out += fmt::format("<script type=\"application/json\" id=\"attn-data\">{}</script>\n",
-                     data_json(m));
-  out += fmt::format("<script>{}</script>\n</body>\n</html>\n", viz::head_view_js);
+                     script_json(page_data(page)));
+  out += fmt::format("<script>{}</script>\n</body>\n</html>\n", viz::page_js);
   return out;
 }
 

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace attn::viz {
 
@@ -55,6 +58,27 @@ std::string exact(float v) {
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
   if (std::isnan(v)) return "nan";
   return fmt::format("{}", v);
+}
+
+std::string base64_floats(const float* values, size_t count) {
+  static constexpr char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string bytes;
+  bytes.reserve(count * 4);
+  for (size_t i = 0; i < count; ++i) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, values + i, 4);
+    for (int b = 0; b < 4; ++b) bytes += static_cast<char>((bits >> (8 * b)) & 0xff);
+  }
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, bytes.size() - i);
+    uint32_t group = 0;
+    for (size_t j = 0; j < 3; ++j)
+      group = (group << 8) | (j < n ? static_cast<unsigned char>(bytes[i + j]) : 0u);
+    for (size_t j = 0; j < 4; ++j) out += j <= n ? digits[(group >> (18 - 6 * j)) & 63] : '=';
+  }
+  return out;
 }
 
 std::string fixed(float v, int decimals) {

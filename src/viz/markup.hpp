@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <cstddef>
 
 namespace attn::viz {
 
@@ -14,6 +15,10 @@ std::string escape(std::string_view text);
 std::string exact(float v);
 // A value with `decimals` decimals for tables and cells ("-inf" and "inf" kept readable).
 std::string fixed(float v, int decimals);
+
+// The floats' bytes (IEEE 754, little-endian, whatever the machine) in base64: how the page
+// carries long arrays (JSON numbers would be three times the size).
+std::string base64_floats(const float* values, size_t count);
 
 // Columns a label takes (one per code point; tokens are rarely wide).
 size_t code_points(std::string_view text);

@@ -4,8 +4,8 @@
 namespace attn::viz {
 
 extern const char* const page_css;
-// Reads the JSON in <script id="attn-data">, draws the head view into <svg id="head-view">,
-// and links it with the heatmap and the head selector.
-extern const char* const head_view_js;
+// Reads the JSON in <script id="attn-data"> and draws every view into <div id="app">
+// (page_script.cpp).
+extern const char* const page_js;
 
 }  // namespace attn::viz

@@ -1,5 +1,6 @@
 """attn heatmap and explain --html: the SVG's content and structure, the HTML page rendered in
 headless Chromium with no network, the terminal colours of explain, and every error path."""
+import base64
 import json
 import os
 import pty
@@ -193,6 +194,15 @@ def test_model_heatmap_input_errors(attn, two_head_model, tmp_path, monkeypatch)
 
 # ---- HTML ----
 
+def page_data(html):
+    return json.loads(re.search(r'<script type="application/json" id="attn-data">(.*?)</script>', html,
+                                re.S).group(1))
+
+
+def floats(text):
+    return np.frombuffer(base64.b64decode(text), dtype="<f4")
+
+
 def check_self_contained(html):
     # The only URL allowed is the SVG namespace name, which is a name, never fetched.
     urls = set(re.findall(r"https?://[^\s\"'<>)]+", html))
@@ -208,8 +218,12 @@ def test_heatmap_html_is_one_self_contained_file(attn, tmp_path):
     assert r.code == 0, r.err
     html = out.read_text()
     check_self_contained(html)
-    assert html.count('class="cell"') == 11 ** 2
-    assert 'id="head-view"' in html and 'id="attn-data"' in html
+    data = page_data(html)
+    # One layer, one head whose query, key and value are the 11 tokens' word vectors.
+    assert len(data["layers"]) == 1 and len(data["layers"][0]["heads"]) == 1
+    head = data["layers"][0]["heads"][0]
+    assert len(floats(head["q"])) == 11 * head["dim"] and head["k"] == head["q"] == head["v"]
+    assert 'id="app"' in html and 'id="attn-data"' in html
     assert html.count('<section class="step">') == 5  # E, S, scaled S, A, C
 
 
@@ -225,12 +239,15 @@ def test_explain_html_writes_the_walkthrough(attn, tmp_path):
     # E and C are 100 wide: the first columns, "…", the last.
     assert "<th>d13</th><th class=\"gap\">…</th><th>d99</th>" in html and "<th>d50</th>" not in html
     assert html.count('<th class="sum">row sum</th>') == 1
-    # The heatmap data matches embed's attention.
-    data = json.loads(re.search(r'<script type="application/json" id="attn-data">(.*?)</script>',
-                                html, re.S).group(1))
+    # The page's data gives embed's attention: softmax(scale·q·kᵀ), q = k = the word vectors.
+    data = page_data(html)
     tokens, a = attention(attn, "money bank grows")
     assert data["queries"] == tokens and data["keys"] == tokens
-    np.testing.assert_array_equal(np.float32(data["heads"][0]["weights"]), np.float32(a))
+    head = data["layers"][0]["heads"][0]
+    q = floats(head["q"]).reshape(3, head["dim"]).astype(np.float64)
+    s = data["scale"] * q @ q.T
+    w = np.exp(s - s.max(1, keepdims=True))
+    np.testing.assert_allclose(w / w.sum(1, keepdims=True), a, atol=1e-6)
 
 
 def test_html_script_safe_labels(attn, tmp_path):
@@ -262,8 +279,8 @@ def test_html_script_runs_and_draws_the_head_view(attn, chromium, tmp_path):
     proc = run_chromium(f"file://{out}#query=1", "--dump-dom")
     dom = proc.stdout.decode()
     assert 'data-ready="1"' in dom, proc.stderr.decode(errors="replace")[-2000:]
-    assert dom.count('class="link"') == 9
-    # Pinned on "bank": its three weights are printed beside the keys.
+    assert dom.count('class="link"') == 3  # pinned on "bank": its three lines
+    # … and its three weights are printed beside the keys.
     _, a = attention(attn, "money bank grows")
     for w in a[1]:
         assert f">{w:.3f}</text>" in dom

@@ -322,3 +322,26 @@ def test_a_language_model_generates_and_reports_perplexity(tmp_path):
     assert set(e) >= {"perplexity", "loss", "tokens", "unknown_share"}
     with pytest.raises(attn.UsageError):
         m.generate("the cat", top_p=0)
+
+
+def test_inspect_gives_every_layers_arithmetic_and_predictions():
+    """TextModel.inspect: each layer's q, k, v and weights (softmax(scale·q·kᵀ), causal for a
+    language model) and the words each layer's output points to; the last layer's, after the
+    text's last token, are predict's."""
+    m = attn.TextModel.load("builtin-lm")
+    text = "the history of the city begins in"
+    x = m.inspect(text)
+    assert x["causal"] and x["tokens"][0] == "<eos>" and len(x["layers"]) == 4
+    n = len(x["tokens"])
+    for layer in x["layers"]:
+        q, k, w = (layer[name].astype(np.float64) for name in ("q", "k", "weights"))
+        assert q.shape == (m.heads, n, m.dim // m.heads) and w.shape == (m.heads, n, n)
+        s = x["scale"] * q @ k.transpose(0, 2, 1)
+        s[:, np.triu_indices(n, 1)[0], np.triu_indices(n, 1)[1]] = -np.inf
+        e = np.exp(s - s.max(-1, keepdims=True))
+        np.testing.assert_allclose(w, e / e.sum(-1, keepdims=True), atol=2e-6)
+        assert len(layer["predictions"]) == n and len(layer["predictions"][0]) == 5
+    last = x["layers"][-1]["predictions"][-1]
+    assert [word for word, _ in last] == [word for word, _ in m.predict(text)]
+    with pytest.raises(attn.UsageError):
+        m.inspect(text, top=0)

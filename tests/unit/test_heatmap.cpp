@@ -45,19 +45,37 @@ TEST(heatmap, svg_has_one_panel_per_head_and_a_cell_per_weight) {
   EXPECT_NE(svg.find("<title>&lt;tired&gt; (1) → tired (2): 0.8</title>"), std::string::npos);
 }
 
-TEST(heatmap, html_has_a_head_selector_for_several_heads) {
-  attn::heatmap_page page{two_heads(), {"a note"}, {}};
+attn::heatmap_page page_of(const attn::heatmap& m) {
+  attn::heatmap_page page;
+  page.map = m;
+  return page;
+}
+
+TEST(heatmap, html_carries_every_head_as_data) {
+  attn::heatmap_page page = page_of(two_heads());
+  page.notes = {"a note"};
   std::string html = attn::render_heatmap_html(page);
-  EXPECT_NE(html.find("<select id=\"head-select\">"), std::string::npos);
-  EXPECT_EQ(count(html, "<option value="), 2u);
+  // Heads given as weights alone travel as base64 float32, one layer, in order.
   EXPECT_NE(html.find("\"queries\":[\"it\",\"<tired>\"]"), std::string::npos);
+  const std::vector<float> w0 = {0.2f, 0.5f, 0.3f, 0.1f, 0.1f, 0.8f};
+  const std::string head0 = "{\"name\":\"head 0\",\"weights\":\"" + attn::viz::base64_floats(w0.data(), 6) + "\"}";
+  EXPECT_NE(html.find(head0), std::string::npos) << head0;
+  EXPECT_NE(html.find("{\"name\":\"head 1\",\"weights\":"), std::string::npos);
+  EXPECT_NE(html.find("<p class=\"note\">a note</p>"), std::string::npos);
   EXPECT_EQ(count(html, "</script>"), 2u);
-  // One head: no selector.
-  std::string one = attn::render_heatmap_html({attn::select_head(two_heads(), 1), {}, {}});
-  EXPECT_EQ(one.find("<select"), std::string::npos);
-  EXPECT_EQ(count(one, "<g class=\"panel\""), 1u);
+  EXPECT_EQ(html.find("<select"), std::string::npos);  // the script builds the controls
   // ATTN_HEATMAP_PAGE=path writes the two-head page, to look at it in a browser.
   if (const char* path = std::getenv("ATTN_HEATMAP_PAGE")) std::ofstream(path) << html;
+}
+
+TEST(heatmap, base64_floats_are_little_endian_ieee) {
+  const float one[] = {1.0f};  // 0x3f800000: bytes 00 00 80 3f
+  EXPECT_EQ(attn::viz::base64_floats(one, 1), "AACAPw==");
+  const float two[] = {1.0f, -2.0f};  // … 00 00 00 c0
+  EXPECT_EQ(attn::viz::base64_floats(two, 2), "AACAPwAAAMA=");
+  const float three[] = {0.0f, 0.0f, 0.0f};
+  EXPECT_EQ(attn::viz::base64_floats(three, 3), "AAAAAAAAAAAAAAAA");
+  EXPECT_EQ(attn::viz::base64_floats(nullptr, 0), "");
 }
 
 TEST(heatmap, bad_shapes_and_heads_are_usage_errors) {
@@ -66,7 +84,7 @@ TEST(heatmap, bad_shapes_and_heads_are_usage_errors) {
   EXPECT_THROW(attn::render_heatmap_svg(m), attn::error);
   m = two_heads();
   m.heads.clear();
-  EXPECT_THROW(attn::render_heatmap_html({m, {}, {}}), attn::error);
+  EXPECT_THROW(attn::render_heatmap_html(page_of(m)), attn::error);
   try {
     attn::select_head(two_heads(), 2);
     FAIL() << "no error";
@@ -74,7 +92,8 @@ TEST(heatmap, bad_shapes_and_heads_are_usage_errors) {
     EXPECT_EQ(e.kind(), attn::error_kind::usage);
     EXPECT_NE(std::string(e.what()).find("0 … 1"), std::string::npos) << e.what();
   }
-  attn::heatmap_page page{two_heads(), {}, {{"t", attn::tensor({2, 2}), {"a"}, {"b", "c"}}}};
+  attn::heatmap_page page = page_of(two_heads());
+  page.tables = {{"t", attn::tensor({2, 2}), {"a"}, {"b", "c"}}};
   EXPECT_THROW(attn::render_heatmap_html(page), attn::error);
 }
 
@@ -82,7 +101,8 @@ TEST(heatmap, wide_tables_are_shortened) {
   attn::tensor wide({2, 40}, 0.5f);
   std::vector<std::string> cols;
   for (int j = 0; j < 40; ++j) cols.push_back("d" + std::to_string(j));
-  attn::heatmap_page page{two_heads(), {}, {{"E", wide, {"it", "<tired>"}, cols}}};
+  attn::heatmap_page page = page_of(two_heads());
+  page.tables = {{"E", wide, {"it", "<tired>"}, cols}};
   std::string html = attn::render_heatmap_html(page);
   EXPECT_NE(html.find("<th>d13</th><th class=\"gap\">…</th><th>d39</th>"), std::string::npos);
   EXPECT_EQ(html.find("<th>d14</th>"), std::string::npos);
