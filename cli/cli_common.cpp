@@ -6,6 +6,8 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -52,6 +54,14 @@ vectors load_vectors(const std::string& path) {
 
 void warn(const std::string& message) {
   fmt::print(stderr, "warning: {}\n", escape_for_message(message));
+}
+
+bool has_extension(std::string_view path, std::string_view extension) {
+  if (path.size() < extension.size()) return false;
+  const std::string_view tail = path.substr(path.size() - extension.size());
+  return std::equal(tail.begin(), tail.end(), extension.begin(), extension.end(), [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+  });
 }
 
 const std::string& check_picture_length(const std::string& text, const std::string& command) {

@@ -45,6 +45,9 @@ tensor read_mask_npy(const std::string& path, bool keep_when);
 // a file of gigabytes. embed has no such limit (its memory is linear in N).
 constexpr size_t max_picture_tokens = 1000;
 // The text, or a usage error naming `command` when it has more tokens than that.
+// Whether the path ends with the extension (".svg"), in any case.
+bool has_extension(std::string_view path, std::string_view extension);
+
 const std::string& check_picture_length(const std::string& text, const std::string& command);
 
 // --threads N on a heavy command: OpenMP's thread count for the run (default: all cores).

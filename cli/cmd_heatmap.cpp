@@ -13,6 +13,7 @@
 #include "attn/heatmap.hpp"
 #include "attn/inspection.hpp"
 #include "attn/text_model.hpp"
+#include "attn/training_curve.hpp"
 #include "cli_common.hpp"
 #include "file_roles.hpp"
 
@@ -96,6 +97,8 @@ heatmap_page model_page(const heatmap_args& args, std::optional<int> head) {
   page.initial_head = head ? *head : 0;
   const std::vector<std::string> unknown = x.unknown, tokens = x.tokens;
   page.inspection = std::move(x);
+  if (const training_history history = model.history(); !history.empty())
+    page.training_curve = render_training_curve_svg(history, args.model_path);
   page.notes.push_back(fmt::format("Tokens ({}): {}", n, fmt::join(tokens, " ")));
   if (!unknown.empty())
     page.notes.push_back(fmt::format("Left out, not known to the model: {}", fmt::join(unknown, " ")));

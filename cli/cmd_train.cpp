@@ -15,6 +15,7 @@
 
 #include "attn/error.hpp"
 #include "attn/train.hpp"
+#include "attn/training_curve.hpp"
 #include "cli_common.hpp"
 #include "file_roles.hpp"
 #include "interrupt.hpp"
@@ -26,7 +27,7 @@ namespace attn::cli {
 namespace {
 
 struct train_args {
-  std::string task, data, valid, vectors, output;
+  std::string task, data, valid, vectors, output, plot;
   int64_t learn_embeddings = 0, heads = 4, dim = 0, hidden = 0, epochs = 0, batch = 32;
   bool finetune = train_options{}.finetune_embeddings;
   int64_t min_count = train_options{}.min_count, layers = train_options{}.layers, feedforward = 0;
@@ -125,6 +126,8 @@ void report_lm_data(const char* what, const data_summary& s) {
 }
 
 void run(const train_args& args, const train_hooks& hooks) {
+  if (!args.plot.empty() && !has_extension(args.plot, ".svg"))
+    throw error(error_kind::usage, args.plot, "cannot tell the format from the extension", "--plot takes a .svg file");
   train_options o;
   if (args.task != "next-word" && args.task != "classify" && args.task != "masked-word" && args.task != "lm")
     throw_usage(fmt::format("--task '{}': expected next-word, classify, masked-word or lm", args.task));
@@ -256,6 +259,9 @@ void run(const train_args& args, const train_hooks& hooks) {
   }
   const text_model_config& c = result.model.config();
   write_output(args.output, result.model.encode());
+  if (!args.plot.empty())
+    write_output(args.plot, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" +
+                                render_training_curve_svg(result.model.history(), args.output));
   // The run is complete: its checkpoint has nothing left to resume. Only a file this run saved
   // or resumed from is removed (never a file that merely sits at that path).
   if (streamed && result.checkpoint_written && is_training_checkpoint(o.checkpoint))
@@ -411,6 +417,9 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                   "epoch's end)")
       ->check(CLI::PositiveNumber);
   writes(sub->add_option("-o,--output", args->output, "Model file (.safetensors)"))->required();
+  writes(sub->add_option("--plot", args->plot,
+                         "Also draw the training curve (losses and held-out accuracy per epoch, or every "
+                         "--eval-steps) as FILE.svg; the model file keeps it too (attn heatmap --model shows it)"));
   add_threads_option(sub);
   sub->callback([args, sub, hooks] {
     args->min_count_given = sub->get_option("--min-count")->count() > 0;

@@ -15,6 +15,7 @@
 #include "attn/inspection.hpp"
 #include "attn/sentence_vector.hpp"
 #include "attn/text_model.hpp"
+#include "attn/training_curve.hpp"
 #include "bindings.hpp"
 
 namespace attn::python {
@@ -218,6 +219,24 @@ void bind_text_model(py::module_& m) {
           "A language model (task 'lm') continues the prompt: the continuation as readable text, "
           "as attn generate writes it after the prompt. temperature 0 is greedy; the same seed "
           "gives the same words. Stops at the end of the paragraph or after max_words tokens.")
+      .def_property_readonly(
+          "history",
+          [](const text_model& self) {
+            using namespace pybind11::literals;
+            const training_history h = self.history();
+            py::list epochs, evaluations;
+            for (const train_epoch_report& r : h.epochs)
+              epochs.append(py::dict("epoch"_a = r.epoch, "loss"_a = r.loss, "eval_loss"_a = r.eval_loss,
+                                     "accuracy"_a = r.accuracy, "on_validation"_a = r.on_validation));
+            for (const train_eval_report& r : h.evaluations)
+              evaluations.append(py::dict("step"_a = r.step, "tokens"_a = r.tokens, "loss"_a = r.loss,
+                                          "accuracy"_a = r.accuracy, "train_loss"_a = r.train_loss));
+            return py::dict("epochs"_a = epochs, "evaluations"_a = evaluations);
+          },
+          "What the training run scored as it went, as the model file keeps it: {'epochs': [{'epoch', "
+          "'loss', 'eval_loss', 'accuracy', 'on_validation'}], 'evaluations': [{'step', 'tokens', 'loss', "
+          "'accuracy', 'train_loss'}]} (masked-word and lm runs: each --eval-steps and epoch end). "
+          "Empty lists for files made before attn kept it.")
       .def_property_readonly("labels", &text_model::outputs,
                              "The output words (next-word) or labels (classify), in class order.")
       .def_property_readonly("task", [](const text_model& self) { return task_name(self.config().task); })

@@ -52,6 +52,7 @@ struct heatmap_page {
   std::optional<model_inspection> inspection;
   int initial_layer = -1;  // the layer and head the page opens on (-1: the last layer)
   int initial_head = 0;
+  std::string training_curve;  // an <svg> (attn/training_curve.hpp) shown under the views, or ""
 };
 
 // Throws a usage error unless there is at least one head and every head is [L, S] with L and S

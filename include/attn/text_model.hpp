@@ -141,6 +141,7 @@ struct generation {
 };
 
 struct model_inspection;  // attn/inspection.hpp
+struct training_history;  // attn/training_curve.hpp
 
 class text_model {
  public:
@@ -209,6 +210,10 @@ class text_model {
                       const std::function<void(const std::string&)>& on_text = {}) const;
   // The built-in language model: --task lm trained on English Wikipedia (data/NOTICE.md).
   static text_model builtin_lm();
+
+  // What the run that made the model scored as it went (empty for files made before attn kept
+  // it): each epoch's losses and held-out score, and a corpus run's every --eval-steps.
+  training_history history() const;
 
   struct impl;
   explicit text_model(std::unique_ptr<impl> p);

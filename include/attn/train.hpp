@@ -99,12 +99,13 @@ struct train_step_report {
   double eta_seconds = 0;         // for the whole run
 };
 
-// lm: the held-out text scored in the middle of an epoch (--eval-steps).
+// masked-word, lm: the held-out text scored in the middle of an epoch (--eval-steps).
 struct train_eval_report {
   int64_t step = 0, steps = 0;  // optimiser steps done, planned
   int64_t tokens = 0;           // trained on so far
   double loss = 0;              // mean cross-entropy per held-out token (perplexity = e^loss)
-  double accuracy = 0;          // of the next token, top-1
+  double accuracy = 0;          // of the next token (lm) or hidden word (masked-word), top-1
+  double train_loss = 0;        // mean training loss of the steps since the previous evaluation
 };
 
 struct train_epoch_report {
@@ -142,6 +143,7 @@ struct train_result {
   text_model model;
   data_summary train, valid;
   std::vector<train_epoch_report> epochs;
+  std::vector<train_eval_report> evaluations;  // masked-word, lm: every --eval-steps, resumed runs' too
   int64_t left_out = 0;        // training lines inside a held-out line (see trainer.cpp)
   int64_t planned_epochs = 0;  // the budget (options.epochs, or the automatic one)
   int64_t best_epoch = 0;      // the epoch whose weights the model holds

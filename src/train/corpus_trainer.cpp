@@ -37,6 +37,7 @@
 #include "train/optimizer.hpp"
 #include "train/sharded_step.hpp"
 #include "train/trainer_parts.hpp"
+#include "train/training_history.hpp"
 
 namespace attn::train {
 
@@ -266,6 +267,8 @@ struct progress {
   scored_examples best{.loss = 0, .accuracy = -1, .n = 0};
   bool best_saved = false;  // best weights kept apart (the best epoch is not the latest)
   double seconds = 0;       // lm: training time so far (a --time budget goes on from it)
+  double window_loss_sum = 0;  // the training loss since the last --eval-steps evaluation
+  int64_t window_rows = 0;
 };
 
 nlohmann::json to_json(const progress& p) {
@@ -275,7 +278,7 @@ nlohmann::json to_json(const progress& p) {
           {"loss_sum", p.loss_sum}, {"rows_sum", p.rows_sum}, {"epoch_tokens", p.epoch_tokens},
           {"best_epoch", p.best_epoch}, {"best_accuracy", p.best.accuracy},
           {"best_loss", p.best.loss}, {"best_n", p.best.n}, {"best_saved", p.best_saved},
-          {"seconds", p.seconds}};
+          {"seconds", p.seconds}, {"window_loss_sum", p.window_loss_sum}, {"window_rows", p.window_rows}};
 }
 
 // A checkpoint's header is read as untrusted input (io/json_fields.hpp): every field by name, of
@@ -301,6 +304,10 @@ progress from_json(const nlohmann::json& j, const header_reader& h) {
             .n = h.integer(j, "progress.best_n")};
   p.best_saved = h.boolean(j, "progress.best_saved");
   p.seconds = h.has(j, "seconds") ? h.number(j, "progress.seconds") : 0.0;  // absent before lm
+  if (h.has(j, "window_rows")) {  // absent before the history was kept
+    p.window_loss_sum = h.number(j, "progress.window_loss_sum");
+    p.window_rows = h.integer(j, "progress.window_rows");
+  }
   return p;
 }
 
@@ -330,6 +337,8 @@ void check_progress(const progress& p, const run_shape& r, const header_reader& 
   h.range("progress.epoch_tokens", f(p.epoch_tokens), 0, f(p.all_tokens));
   h.range("progress.rows_sum", f(p.rows_sum), 0, f(p.epoch_tokens));
   h.range("progress.loss_sum", p.loss_sum, 0, 1e300);
+  h.range("progress.window_loss_sum", p.window_loss_sum, 0, 1e300);
+  h.range("progress.window_rows", f(p.window_rows), 0, 9e18);
   h.range("progress.best_epoch", f(p.best_epoch), 0, f(p.epoch - 1));
   h.range("progress.best_accuracy", p.best.accuracy, -1, 1);
   h.range("progress.best_loss", p.best.loss, 0, 1e300);
@@ -366,6 +375,7 @@ std::string checkpoint_format(text_task task) {
 
 void save_checkpoint(const std::string& path, const std::string& format, const std::string& record, const progress& p,
                      const std::vector<train_epoch_report>& epochs,
+                     const std::vector<train_eval_report>& evaluations,
                      const std::vector<nn::parameter<float>*>& params, const adamw& optimiser,
                      const std::vector<std::vector<float>>& best_weights) {
   checkpoint c;
@@ -373,6 +383,9 @@ void save_checkpoint(const std::string& path, const std::string& format, const s
   nlohmann::json reports = nlohmann::json::array();
   for (const train_epoch_report& r : epochs) reports.push_back(epoch_json(r));
   c.header["epochs"] = reports;
+  nlohmann::json scored = nlohmann::json::array();
+  for (const train_eval_report& r : evaluations) scored.push_back(evaluation_json(r));
+  c.header["evaluations"] = scored;
   for (const nn::parameter<float>* q : params)
     if (q->trainable) c.put("value." + q->name, q->value);
   const adamw::state s = optimiser.save();
@@ -395,7 +408,8 @@ void save_checkpoint(const std::string& path, const std::string& format, const s
 // Loads a checkpoint into the run (weights, optimiser, the best weights) and returns where to
 // go on from. An input error when it was made with other data or options.
 progress load_checkpoint(const std::string& path, const std::string& format, const std::string& record,
-                         std::vector<train_epoch_report>& epochs, const run_shape& run, bool validating,
+                         std::vector<train_epoch_report>& epochs, std::vector<train_eval_report>& evaluations,
+                         const run_shape& run, bool validating,
                          const std::vector<nn::parameter<float>*>& params, adamw& optimiser,
                          std::vector<std::vector<float>>& best_weights) {
   const checkpoint c = checkpoint::load(path);
@@ -414,6 +428,14 @@ progress load_checkpoint(const std::string& path, const std::string& format, con
     epochs.push_back(epoch_from_json(r, run.epochs, validating, h));
     h.range("epochs[].epoch", static_cast<double>(epochs.back().epoch),
             static_cast<double>(epochs.size()), static_cast<double>(epochs.size()));
+  }
+  if (h.has(c.header, "evaluations")) {  // absent before the history was kept
+    const nlohmann::json& scored = h.at(c.header, "evaluations");
+    if (!scored.is_array()) h.fail("evaluations", "must be a list");
+    for (const auto& r : scored) {
+      evaluations.push_back(evaluation_from_json(r, h));
+      h.range("evaluations[].step", static_cast<double>(evaluations.back().step), 1, static_cast<double>(p.done));
+    }
   }
   adamw::state s;
   const std::vector<double> t = c.doubles("lrs");
@@ -580,7 +602,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   if (o.resume) {
     const run_shape run{.epochs = epochs, .steps = steps, .chunk_steps = per_chunk,
                         .sequences = s.sequences, .corpus_bytes = s.bytes};
-    p = load_checkpoint(o.checkpoint, format, fingerprint, result.epochs, run, validating, params,
+    p = load_checkpoint(o.checkpoint, format, fingerprint, result.epochs, result.evaluations, run, validating, params,
                         optimiser, best_weights);
     result.resumed_at = p.done;
     result.checkpoint_written = true;  // the run goes on in that file: it is the run's own
@@ -670,7 +692,8 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
         if (stop_here()) {
           p.seconds = run_seconds();
           if (!o.checkpoint.empty() && writes)
-            save_checkpoint(o.checkpoint, format, fingerprint, p, result.epochs, params, optimiser, best_weights);
+            save_checkpoint(o.checkpoint, format, fingerprint, p, result.epochs, result.evaluations, params, optimiser,
+                            best_weights);
           result.checkpoint_written = !o.checkpoint.empty() || result.checkpoint_written;
           result.checkpoint = o.checkpoint;
           result.stopped = true;
@@ -699,6 +722,8 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
         if (t.rows > 0) clip_gradients(params, o.clip);
         p.loss_sum += t.loss_sum;
         p.rows_sum += t.rows;
+        p.window_loss_sum += t.loss_sum;
+        p.window_rows += t.rows;
         // Every step counts, even one with nothing to predict, so the schedule stays fixed.
         read_clock();
         const double lr = learning_rate(schedule_step(), total, warmup, o.lr);
@@ -715,16 +740,23 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
           cb.on_step({epoch, epochs, in_epoch, steps, p.loss_sum / static_cast<double>(std::max<int64_t>(p.rows_sum, 1)), lr,
                       elapsed > 0 ? static_cast<double>(p.all_tokens - first_tokens) / elapsed : 0.0, eta});
         }
+        // Scored before the checkpoint of the same step, which then keeps the score: a resumed
+        // run's history is the uninterrupted run's.
+        if (o.eval_steps > 0 && p.done % o.eval_steps == 0 && validating) {
+          const scored_examples sc = score_valid();
+          result.evaluations.push_back({p.done, total, p.all_tokens, sc.loss, sc.accuracy,
+                                        p.window_loss_sum / static_cast<double>(std::max<int64_t>(p.window_rows, 1))});
+          p.window_loss_sum = 0;
+          p.window_rows = 0;
+          if (cb.on_eval) cb.on_eval(result.evaluations.back());
+        }
         if (o.checkpoint_steps > 0 && p.done % o.checkpoint_steps == 0 && !o.checkpoint.empty() && writes) {
           progress at = p;
           ++at.batch;  // this batch is done
           at.seconds = run_seconds();
-          save_checkpoint(o.checkpoint, format, fingerprint, at, result.epochs, params, optimiser, best_weights);
+          save_checkpoint(o.checkpoint, format, fingerprint, at, result.epochs, result.evaluations, params, optimiser,
+                          best_weights);
           result.checkpoint_written = true;
-        }
-        if (o.eval_steps > 0 && p.done % o.eval_steps == 0 && validating && cb.on_eval) {
-          const scored_examples sc = score_valid();
-          cb.on_eval({p.done, total, p.all_tokens, sc.loss, sc.accuracy});
         }
         result.budget_end = budget_spent();
         if (!result.budget_end.empty() || p.done >= total) {
@@ -748,6 +780,13 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
     r.accuracy = sc.accuracy;
     r.eval_loss = sc.loss;
     r.n = sc.n;
+    // The epoch's score joins the curve too, unless --eval-steps scored this very step.
+    if (validating && (result.evaluations.empty() || result.evaluations.back().step != p.done)) {
+      result.evaluations.push_back({p.done, total, p.all_tokens, sc.loss, sc.accuracy,
+                                    p.window_loss_sum / static_cast<double>(std::max<int64_t>(p.window_rows, 1))});
+      p.window_loss_sum = 0;
+      p.window_rows = 0;
+    }
     r.seconds = seconds_since(epoch_start);
     r.tokens_per_second = epoch_train_seconds > 0 ? static_cast<double>(p.epoch_tokens) / epoch_train_seconds : 0.0;
     // The language model keeps the lowest held-out loss; masked-word the best accuracy.

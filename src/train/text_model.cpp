@@ -19,6 +19,7 @@
 #include "train/masked_evaluate.hpp"
 #include "train/model_input.hpp"
 #include "train/text_model_impl.hpp"
+#include "train/training_history.hpp"
 
 namespace attn {
 
@@ -108,6 +109,7 @@ std::string text_model::encode() const {
   if (c.new_words > 0)
     file.metadata["new_words"] = nlohmann::json(std::vector<std::string>(table_end, words.end())).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (!m.training.empty()) file.metadata["training"] = m.training;
+  if (!m.history.empty()) file.metadata["history"] = train::history_json(m.history);
   return encode_safetensors(file);
 }
 
@@ -239,6 +241,8 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
     std::copy(t.values().begin(), t.values().end(), p->value.begin());
   }
   if (auto it = file.metadata.find("training"); it != file.metadata.end()) m->training = it->second;
+  if (auto it = file.metadata.find("history"); it != file.metadata.end())
+    m->history = train::parse_history(it->second, io::json_fields(source, "model metadata field"));
   return text_model(std::move(m));
 }
 
@@ -272,6 +276,8 @@ prediction text_model::predict(std::string_view text, int64_t k) const {
     p.top.push_back({m.outputs.words()[order[i]], probs[order[i]] / sum});
   return p;
 }
+
+training_history text_model::history() const { return impl_->history; }
 
 attention_map text_model::attention(std::string_view text) const {
   return attention(text, std::max<int64_t>(1, impl_->config.layers) - 1);

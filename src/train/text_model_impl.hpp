@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "attn/text_model.hpp"
+#include "attn/training_curve.hpp"
 #include "nn/network.hpp"
 #include "train/dataset.hpp"
 
@@ -18,6 +19,7 @@ struct text_model::impl {
   train::word_index outputs;  // the output words or labels, in class order
   nn::network<float> net;
   std::string training;       // JSON: how it was trained (saved as metadata, for the record)
+  training_history history;   // what the run scored as it went (saved as "history")
 };
 
 }  // namespace attn

@@ -251,8 +251,10 @@ pooling parse_pooling(const std::string& name) {
   throw_usage(fmt::format("--pool '{}': expected mean, max, mean+max or attention", name));
 }
 
-train_result train_text_model(const train_options& o, const train_callbacks& cb) {
-  if (o.task == text_task::masked_word || o.task == text_task::lm) return train::train_from_corpus(o, cb);
+namespace {
+
+// classify and next-word: labelled lines, read whole.
+train_result train_on_examples(const train_options& o, const train_callbacks& cb) {
   check_options(o);
   const gradient_exchange* exchange = cb.exchange;
   std::vector<text_example> train_set, valid_set;
@@ -407,6 +409,16 @@ train_result train_text_model(const train_options& o, const train_callbacks& cb)
     restore(params, best_weights);
   result.model = text_model(std::move(model));
   return result;
+}
+
+}  // namespace
+
+train_result train_text_model(const train_options& o, const train_callbacks& cb) {
+  train_result r = o.task == text_task::masked_word || o.task == text_task::lm ? train::train_from_corpus(o, cb)
+                                                                                : train_on_examples(o, cb);
+  // The model file keeps what the run scored as it went (attn train --plot, the page).
+  r.model.internals().history = {r.epochs, r.evaluations};
+  return r;
 }
 
 }  // namespace attn

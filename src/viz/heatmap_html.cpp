@@ -176,6 +176,10 @@ std::string render_heatmap_html(const heatmap_page& page) {
   // The views are drawn by the script from the data below; the tables need no script.
   out += "<noscript><p>The pictures need JavaScript; the tables below do not.</p></noscript>\n"
          "<div id=\"app\"></div>\n";
+  if (!page.training_curve.empty())
+    out += "<section class=\"view\" id=\"training-curve-section\">\n<h2>Training curve</h2>"
+           "<span class=\"toolbar\"></span>\n<p class=\"hint\">What the run that made the model scored as "
+           "it went, as the model file records it.</p>\n" + page.training_curve + "</section>\n";
   if (!page.tables.empty()) {
     out += "<section class=\"steps\">\n<h2>Step by step</h2>\n";
     for (const auto& t : page.tables) out += table_html(t);

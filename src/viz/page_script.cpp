@@ -224,6 +224,9 @@ const char* const page_js = R"js(
     pv.box = el("div", {id: "predictions"}, pv.section);
   }
 
+  var curve = document.getElementById("training-curve-section");
+  if (curve) exportButtons(curve.querySelector(".toolbar"), "training-curve");
+
   // ---- the heatmap: a canvas, so 512 tokens draw at once; the same painter writes SVG ----
   var measure = document.createElement("canvas").getContext("2d");
   measure.font = "11px " + FONT;
@@ -768,6 +771,7 @@ const char* const page_js = R"js(
     var i = state.query === null ? (name === "predictions" ? nq - 1 : 0) : state.query;
     var at = "“" + shown(Q[i]) + "” (token " + i + ")";
     if (name === "neuron-view" && nv) return tablesSvg(nv.box, "Neuron view: " + where(state.layer, state.head) + ", query " + at);
+    if (name === "training-curve" && curve) return curve.querySelector("svg").cloneNode(true);
     if (name === "predictions" && pv)
       return tablesSvg(pv.box, "Predictions layer by layer " + (data.predictions.about === "next" ? "after " : "at ") + at);
     return null;

@@ -345,3 +345,14 @@ def test_inspect_gives_every_layers_arithmetic_and_predictions():
     assert [word for word, _ in last] == [word for word, _ in m.predict(text)]
     with pytest.raises(attn.UsageError):
         m.inspect(text, top=0)
+
+
+def test_history_is_what_the_run_scored(tmp_path):
+    model = tmp_path / "c.safetensors"
+    r = subprocess.run([ATTN, "train", "--task", "classify", "--data", os.path.join(DATA, "negation_train.tsv"),
+                        "--epochs", "2", "--patience", "9", "-o", str(model)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    h = attn.TextModel.load(str(model)).history
+    assert [e["epoch"] for e in h["epochs"]] == [1, 2] and h["evaluations"] == []
+    assert all(0 <= e["accuracy"] <= 1 and e["loss"] > 0 for e in h["epochs"])
+    assert attn.TextModel.load("builtin").history == {"epochs": [], "evaluations": []}
