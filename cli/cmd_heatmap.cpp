@@ -26,16 +26,14 @@ struct heatmap_args {
   std::vector<std::string> text;
 };
 
-enum class picture_format { svg, html };
+enum class picture_format { svg, png, html };
 
 picture_format format_of(const std::string& path) {
-  std::string lower = path;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (lower.ends_with(".svg")) return picture_format::svg;
-  if (lower.ends_with(".html") || lower.ends_with(".htm")) return picture_format::html;
+  if (has_extension(path, ".svg")) return picture_format::svg;
+  if (has_extension(path, ".png")) return picture_format::png;
+  if (has_extension(path, ".html") || has_extension(path, ".htm")) return picture_format::html;
   throw error(error_kind::usage, path, "cannot tell the format from the extension",
-              "-o takes a .svg or .html file");
+              "-o takes a .svg, .png or .html file");
 }
 
 // "all" keeps every head (layer); a number keeps that one (counted from 0, as in [B, H, L, S]).
@@ -121,8 +119,9 @@ void run(const heatmap_args& args) {
 
   heatmap_page page = args.model_path.empty() ? vectors_page(args, scale) : model_page(args, head);
   if (head && args.model_path.empty()) page.map = select_head(page.map, *head);
-  write_output(args.output, format == picture_format::svg ? render_heatmap_svg(page.map)
-                                                          : render_heatmap_html(page));
+  write_output(args.output, format == picture_format::svg   ? render_heatmap_svg(page.map)
+                            : format == picture_format::png ? render_heatmap_png(page.map)
+                                                            : render_heatmap_html(page));
 }
 
 }  // namespace
@@ -130,8 +129,9 @@ void run(const heatmap_args& args) {
 void add_heatmap_command(CLI::App& app) {
   auto args = std::make_shared<heatmap_args>();
   CLI::App* sub = app.add_subcommand(
-      "heatmap", "Draw who attends to whom in TEXT: an SVG heatmap, or a self-contained HTML "
-                 "page with the heatmap, a head view and every step (by the extension of -o)");
+      "heatmap", "Draw who attends to whom in TEXT: an SVG or PNG heatmap, or a self-contained HTML "
+                 "page that looks inside the model (every layer and head, the query·key arithmetic, "
+                 "predictions per layer, exports), by the extension of -o");
   CLI::Option* vectors =
       reads(sub->add_option("--vectors", args->vectors_path, "Word vectors (default: the embedded GloVe)"));
   CLI::Option* model = reads(sub->add_option(
@@ -145,7 +145,7 @@ void add_heatmap_command(CLI::App& app) {
       "--scale", args->scale, "Score scale for word vectors: sqrt (1/√d, default), none, or a number");
   model->excludes(vectors);
   model->excludes(scale);
-  writes(sub->add_option("-o,--output", args->output, "Output file: FILE.svg or FILE.html"))->required();
+  writes(sub->add_option("-o,--output", args->output, "Output file: FILE.svg, FILE.png or FILE.html"))->required();
   sub->add_option("text", args->text, "The text; read from standard input when absent or -");
   sub->callback([args, sub] {
     check_file_roles(*sub);

@@ -72,6 +72,10 @@ heatmap_page explain_page(const embedding& e, const std::string& vectors_source 
 // exact value in its <title>, every token labelled on both axes, and a colour legend.
 std::string render_heatmap_svg(const heatmap& m);
 
+// The same picture as a PNG file's bytes (labels in attn's own bitmap font; characters outside
+// ASCII as boxes), for papers and slides.
+std::string render_heatmap_png(const heatmap& m);
+
 // One HTML file with inline CSS and JavaScript only.
 std::string render_heatmap_html(const heatmap_page& page);
 

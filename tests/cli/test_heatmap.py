@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import ATTN, one_error_line
-from pictures import SVG, find_chromium, page_requests, run_chromium, screenshot, svg_outline
+from pictures import SVG, find_chromium, page_requests, read_png, run_chromium, screenshot, svg_outline
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "..", "data", "heatmap_seed000.golden")
 ANIMAL = "the animal didn't cross the street because it was too tired"  # seed 001's sentence
@@ -99,7 +99,7 @@ def test_head_selection(attn, tmp_path):
 
 
 @pytest.mark.parametrize("args, code, words", [
-    (["money", "-o", "x.png"], 1, "x.png: cannot tell the format"),
+    (["money", "-o", "x.gif"], 1, "x.gif: cannot tell the format"),
     (["money"], 1, "-o"),
     (["--head", "1", "money", "-o", "x.svg"], 1, "out of range"),
     (["--head", "-1", "money", "-o", "x.svg"], 1, "--head"),
@@ -299,6 +299,46 @@ def test_html_page_makes_no_network_request(attn, chromium, tmp_path):
         run_chromium(f"file://{page}", "--dump-dom", f"--log-net-log={log}",
                      '--host-resolver-rules=MAP * ~NOTFOUND')
         assert set(page_requests(log)) == expected
+
+
+# ---- PNG ----
+
+ANCHORS = [(255, 255, 255), (222, 235, 248), (143, 188, 230), (58, 127, 196), (11, 47, 102)]
+
+
+def color_at(t):
+    """viz::color_at: the anchors, linear between them, rounded half away from zero."""
+    t = min(max(t, 0.0), 1.0) * (len(ANCHORS) - 1)
+    i = min(int(t), len(ANCHORS) - 2)
+    f = t - i
+    return tuple(int(np.floor(a + (b - a) * f + 0.5)) if a + (b - a) * f >= 0 else 0
+                 for a, b in zip(ANCHORS[i], ANCHORS[i + 1]))
+
+
+def test_png_draws_every_weight_in_its_colour(attn, tmp_path):
+    out = tmp_path / "bank.png"
+    r = attn("heatmap", "money bank grows", "-o", out)
+    assert r.code == 0, r.err
+    pixels = read_png(out)
+    colors = {tuple(c) for c in pixels[:, :, :3].reshape(-1, 3)}
+    _, a = attention(attn, "money bank grows")
+    for w in a.ravel():
+        assert color_at(w / a.max()) in colors, w
+    assert (11, 47, 102) in colors  # the largest weight
+    assert (34, 34, 34) in colors  # the labels' ink
+
+
+def test_png_of_a_model_has_a_panel_per_head_of_the_chosen_layer(attn, two_head_model, tmp_path):
+    both, one = tmp_path / "both.png", tmp_path / "one.png"
+    assert attn("heatmap", "--model", two_head_model, "not like hate", "-o", both).code == 0
+    assert attn("heatmap", "--model", two_head_model, "--head", "1", "not like hate", "-o", one).code == 0
+    def panels(path):
+        """Runs of columns holding the darkest blue: each panel's weight of 1 (row 0 of a
+        causal head), one run per panel."""
+        dark = np.all(read_png(path)[:, :, :3] == (11, 47, 102), axis=2).any(axis=0)
+        return int(np.sum(dark[1:] & ~dark[:-1]) + dark[0])
+
+    assert panels(both) == 2 and panels(one) == 1
 
 
 def test_svg_renders_in_chromium(attn, chromium, tmp_path):
