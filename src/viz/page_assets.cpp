@@ -11,7 +11,7 @@ h1 { font-size: 22px; margin: 0 0 6px; }
 h2 { font-size: 17px; margin: 0 0 6px; display: inline-block; margin-right: 12px; }
 h3 { font-size: 14px; margin: 20px 0 6px; font-weight: normal; }
 p.note { margin: 2px 0; color: #444; }
-p.hint { margin: 4px 0 10px; color: #666; font-size: 13px; max-width: 640px; }
+p.hint { margin: 4px 0 10px; color: #666; font-size: 13px; max-width: 560px; }
 section.view { margin-top: 26px; }
 .pictures { display: flex; flex-wrap: wrap; gap: 32px; align-items: flex-start; }
 .pictures > section { min-width: 0; max-width: 100%; }
@@ -21,7 +21,8 @@ section.view { margin-top: 26px; }
 .controls select { font-size: 14px; max-width: 260px; }
 .toolbar { display: inline-flex; gap: 6px; vertical-align: 3px; }
 .toolbar button { font-size: 12px; padding: 1px 8px; cursor: pointer; }
-.map-scroll { overflow: auto; max-width: min(100%, 940px); max-height: 720px; border: 1px solid #eee; }
+.map-scroll { overflow: auto; width: fit-content; max-width: min(100%, 940px); max-height: 720px;
+              border: 1px solid #eee; }
 #heatmap { display: block; cursor: crosshair; }
 .readout { font-size: 13px; color: #333; min-height: 1.4em; margin: 6px 0 0;
            font-variant-numeric: tabular-nums; }

@@ -545,42 +545,46 @@ const char* const page_js = R"js(
     listed.forEach(function (j) {
       for (d = 0; d < D; ++d) most = Math.max(most, Math.abs(neuronMode === "product" ? q[d] * head.k[j * D + d] : head.k[j * D + d]));
     });
+    // The sums, the scale and the softmax first, where they are seen without scrolling; then
+    // the d numbers they come from.
     var wrap = el("div", {"class": "table-wrap"}, box);
     var table = el("table", {"class": "neuron", id: "neuron-scores"}, wrap);
     var hr = el("tr", {}, el("thead", {}, table));
     el("th", {}, hr, "");
-    for (d = 0; d < D; ++d) el("th", {}, hr, "d" + d);
-    el("th", {"class": "sum"}, hr, "q·k");
+    el("th", {}, hr, "q·k = Σ");
     el("th", {}, hr, "× scale");
     el("th", {}, hr, "softmax");
+    for (d = 0; d < D; ++d) el("th", {"class": d === 0 ? "sum" : ""}, hr, "d" + d);
     var body = el("tbody", {}, table);
     row = el("tr", {"class": "query"}, body);
     el("th", {}, row, "q: " + cut(Q[i], 16));
-    for (d = 0; d < D; ++d) cellTd(row, q[d], most);
-    el("td", {"class": "sum"}, row, "");
     el("td", {}, row, "");
     el("td", {}, row, "");
+    el("td", {}, row, "");
+    for (d = 0; d < D; ++d) cellTd(row, q[d], most, d === 0 ? "cell sum" : "cell");
     var total = 0;
     for (j = 0; j < n; ++j) total += w[i * nk + j];
     listed.forEach(function (j) {
       row = el("tr", {"class": "key", "data-key": j}, body);
       el("th", {}, row, (neuronMode === "product" ? "q·k: " : "k: ") + cut(K[j], 16) + " (" + j + ")");
       var dot = 0;
-      for (d = 0; d < D; ++d) {
-        k = head.k[j * D + d];
-        dot += q[d] * k;
-        cellTd(row, neuronMode === "product" ? q[d] * k : k, most);
-      }
-      el("td", {"class": "sum score", title: String(dot), "data-value": String(dot)}, row, fixed(dot, 4));
+      for (d = 0; d < D; ++d) dot += q[d] * head.k[j * D + d];
+      el("td", {"class": "score", title: String(dot), "data-value": String(dot)}, row, fixed(dot, 4));
       el("td", {"class": "scaled", title: String(dot * s), "data-value": String(dot * s)}, row, fixed(dot * s, 4));
       var weight = w[i * nk + j];
       var wt = el("td", {"class": "weight", title: String(weight), "data-value": String(weight)}, row, fixed(weight, 4));
       el("span", {"class": "bar", style: "width:" + Math.round(60 * weight) + "px"}, wt);
+      for (d = 0; d < D; ++d) {
+        k = head.k[j * D + d];
+        cellTd(row, neuronMode === "product" ? q[d] * k : k, most, d === 0 ? "cell sum" : "cell");
+      }
     });
     row = el("tr", {"class": "total"}, body);
     el("th", {}, row, "all " + n + " keys");
-    for (d = 0; d < D + 2; ++d) el("td", {}, row, "");
+    el("td", {}, row, "");
+    el("td", {}, row, "");
     el("td", {"class": "weight-total", "data-value": String(total)}, row, fixed(total, 4));
+    for (d = 0; d < D; ++d) el("td", {"class": d === 0 ? "sum" : ""}, row, "");
 
     // The output row: Σ_j weight_j · v_j over every key the query sees.
     var out = new Float64Array(D);
@@ -596,19 +600,19 @@ const char* const page_js = R"js(
     var t2 = el("table", {"class": "neuron", id: "neuron-output"}, wrap2);
     hr = el("tr", {}, el("thead", {}, t2));
     el("th", {}, hr, "");
-    for (d = 0; d < D; ++d) el("th", {}, hr, "d" + d);
-    el("th", {"class": "sum"}, hr, "weight");
+    el("th", {}, hr, "weight");
+    for (d = 0; d < D; ++d) el("th", {"class": d === 0 ? "sum" : ""}, hr, "d" + d);
     body = el("tbody", {}, t2);
     listed.forEach(function (j) {
       row = el("tr", {"class": "value"}, body);
       el("th", {}, row, "weight·v: " + cut(K[j], 16) + " (" + j + ")");
-      for (d = 0; d < D; ++d) cellTd(row, w[i * nk + j] * head.v[j * D + d], vmost);
-      el("td", {"class": "sum"}, row, fixed(w[i * nk + j], 4));
+      el("td", {}, row, fixed(w[i * nk + j], 4));
+      for (d = 0; d < D; ++d) cellTd(row, w[i * nk + j] * head.v[j * D + d], vmost, d === 0 ? "cell sum" : "cell");
     });
     row = el("tr", {"class": "total output"}, body);
     el("th", {}, row, "output");
-    for (d = 0; d < D; ++d) cellTd(row, out[d], vmost);
-    el("td", {"class": "sum"}, row, fixed(total, 4));
+    el("td", {}, row, fixed(total, 4));
+    for (d = 0; d < D; ++d) cellTd(row, out[d], vmost, d === 0 ? "cell sum" : "cell");
   }
 
   // ---- the predictions per layer ----
@@ -834,6 +838,22 @@ const char* const page_js = R"js(
       document.body.setAttribute("data-exported", c ? "1" : "failed");
     });
   });
+  // #view=model|heatmap|head|neuron|predictions|curve shows that view alone under the controls
+  // (a clean picture of it; a button brings the others back).
+  var sections = {model: "model-view", heatmap: "heatmap-view", head: "head-view-section",
+                  neuron: "neuron-view-section", predictions: "predictions-section", curve: "training-curve-section"};
+  var alone = sections[hash.view] && document.getElementById(sections[hash.view]);
+  if (alone) {
+    var hidden = [];
+    document.querySelectorAll("section.view, section.steps").forEach(function (s) {
+      if (s !== alone) { hidden.push([s, s.style.display]); s.style.display = "none"; }
+    });
+    var back = el("button", {type: "button", id: "show-all"}, controls, "Show every view");
+    back.addEventListener("click", function () {
+      hidden.forEach(function (h) { h[0].style.display = h[1]; });
+      back.remove();
+    });
+  }
 })();
 )js";
 

@@ -85,7 +85,7 @@ def neuron_rows(text):
     for key, body in re.findall(r'<tr class="key" data-key="(\d+)">(.*?)</tr>', text, re.S):
         cells = [float(v) for v in re.findall(r'<td class="cell[^"]*" title="([^"]+)"', body)]
         value = lambda cls: float(re.search(rf'<td class="{cls}" title="[^"]*" data-value="([^"]+)"', body).group(1))
-        rows.append((int(key), cells, value("sum score"), value("scaled"), value("weight")))
+        rows.append((int(key), cells, value("score"), value("scaled"), value("weight")))
     return rows
 
 
