@@ -26,6 +26,16 @@ const char* const page_js = R"js(
   var NEURON_KEYS = 32;         // the neuron view lists at most this many keys (the largest weights)
   var ALL_LINES = 6000;         // the head view draws every line below this many, else one token's
 
+  // Past this many tokens an N × N page would freeze the tab: it says so instead of drawing.
+  var MAX_TOKENS = 1000;
+  if (Math.max(data.queries.length, data.keys.length) > MAX_TOKENS) {
+    el("p", {"class": "note", id: "too-long"}, document.getElementById("app"),
+       "This page holds " + Math.max(data.queries.length, data.keys.length) + " tokens; it draws at most " +
+       MAX_TOKENS + " (each view has N × N weights). Draw a shorter text.");
+    document.body.setAttribute("data-ready", "1");
+    return;
+  }
+
   // ---- the data ----
   function floats(text) {
     var raw = atob(text), bytes = new Uint8Array(raw.length);

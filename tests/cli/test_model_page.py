@@ -211,3 +211,18 @@ def test_the_word_vectors_page_shows_the_seeds_arithmetic(tmp_path):
     scores = np.array([r[2] for r in rows])
     np.testing.assert_allclose(np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum(), static[1], atol=1e-6)
     np.testing.assert_allclose([r[4] for r in rows], steps["attention"][1], atol=1e-6)
+
+
+def test_a_page_past_the_limit_says_so_instead_of_drawing(tmp_path):
+    """attn heatmap refuses texts past 1,000 tokens; a page built past that by other means (the
+    library takes any heatmap) says so rather than freezing the tab."""
+    out = page("builtin", "he sat on the [MASK] of the river .", tmp_path / "bank.html")
+    text = out.read_text()
+    data = page_data(out)
+    many = json.dumps(["w"] * 1001)
+    text = text.replace(json.dumps(data["queries"], separators=(",", ":")), many, 1)
+    long_page = tmp_path / "long.html"
+    long_page.write_text(text)
+    shown = dom(long_page)
+    assert 'id="too-long"' in shown and "1001 tokens" in shown and "at most 1000" in shown
+    assert "<canvas" not in shown
