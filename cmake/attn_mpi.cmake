@@ -1,4 +1,4 @@
-# attn-mpi: the CLI whose sdpa and bench run across MPI ranks (the code in src/dist/ and
+# attn-mpi: the CLI whose sdpa and bench run across MPI ranks (the code in src/distributed/ and
 # cli/mpi/), built only where MPI is found, so that the plain attn never links MPI nor pays its
 # start-up. OpenMPI's own allocations at exit trip LeakSanitizer, so sanitizer builds leave it out.
 find_package(MPI COMPONENTS CXX)
@@ -11,11 +11,11 @@ if(ATTN_SANITIZE)
   return()
 endif()
 
-# The distributed part of the library, behind src/dist/'s headers (none of which include mpi.h).
-file(GLOB ATTN_DIST_SOURCES CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/src/dist/*.cpp")
-add_library(attn_dist STATIC ${ATTN_DIST_SOURCES})
-target_include_directories(attn_dist PUBLIC "${PROJECT_SOURCE_DIR}/src")
-target_link_libraries(attn_dist PUBLIC attn MPI::MPI_CXX
+# The distributed part of the library, behind src/distributed/'s headers (none of which include mpi.h).
+file(GLOB ATTN_DISTRIBUTED_SOURCES CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/src/distributed/*.cpp")
+add_library(attn_distributed STATIC ${ATTN_DISTRIBUTED_SOURCES})
+target_include_directories(attn_distributed PUBLIC "${PROJECT_SOURCE_DIR}/src")
+target_link_libraries(attn_distributed PUBLIC attn MPI::MPI_CXX
                       PRIVATE attn_warnings fmt::fmt OpenMP::OpenMP_CXX)
 
 # The plain CLI's files but its main, and the shared subcommands of cli/mpi/.
@@ -25,5 +25,5 @@ list(FILTER ATTN_MPI_CLI_SOURCES EXCLUDE REGEX "/cli/main\\.cpp$")
 add_executable(attn_mpi ${ATTN_MPI_CLI_SOURCES})
 set_target_properties(attn_mpi PROPERTIES OUTPUT_NAME attn-mpi)
 target_include_directories(attn_mpi PRIVATE "${PROJECT_SOURCE_DIR}/cli")
-target_link_libraries(attn_mpi PRIVATE attn_dist attn attn_warnings CLI11::CLI11
+target_link_libraries(attn_mpi PRIVATE attn_distributed attn attn_warnings CLI11::CLI11
                       nlohmann_json::nlohmann_json fmt::fmt OpenMP::OpenMP_CXX)

@@ -1,11 +1,11 @@
 // How attn-mpi spreads a subcommand over the ranks: which subcommands every rank takes part in,
 // and which of their options name files that every rank reads itself (the ranks compare those
-// files' contents before any work: src/dist/same_command.hpp).
+// files' contents before any work: src/distributed/same_command.hpp).
 #pragma once
 
 #include <vector>
 
-#include "dist/same_command.hpp"
+#include "distributed/same_command.hpp"
 
 namespace attn::cli {
 

@@ -17,8 +17,8 @@
 #include "attn/error.hpp"
 #include "attn/sdpa.hpp"
 #include "bench_inputs.hpp"
-#include "dist/ring_attention.hpp"
-#include "dist/session.hpp"
+#include "distributed/ring_attention.hpp"
+#include "distributed/session.hpp"
 #include "mpi_commands.hpp"
 
 namespace attn::cli {

@@ -11,10 +11,10 @@
 #include "attn/sdpa.hpp"
 #include "cli_common.hpp"
 #include "file_roles.hpp"
-#include "dist/agree.hpp"
-#include "dist/ring_attention.hpp"
-#include "dist/row_exchange.hpp"
-#include "dist/session.hpp"
+#include "distributed/agree.hpp"
+#include "distributed/ring_attention.hpp"
+#include "distributed/row_exchange.hpp"
+#include "distributed/session.hpp"
 #include "mpi_commands.hpp"
 
 namespace attn::cli {

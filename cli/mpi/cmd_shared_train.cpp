@@ -1,12 +1,12 @@
 // attn-mpi train: data-parallel training. Every rank reads the data and takes the same steps;
 // each computes the gradients of its shards of every batch (one shard per rank unless --shards
-// says more), the ranks swap them (src/dist/all_gather) and each sums all shards in shard
+// says more), the ranks swap them (src/distributed/all_gather) and each sums all shards in shard
 // order. Rank 0 alone prints and writes the model, which equals attn train --shards K's.
 #include <CLI/CLI.hpp>
 
-#include "dist/agree.hpp"
-#include "dist/all_gather.hpp"
-#include "dist/session.hpp"
+#include "distributed/agree.hpp"
+#include "distributed/all_gather.hpp"
+#include "distributed/session.hpp"
 #include "mpi_commands.hpp"
 #include "train_command.hpp"
 

@@ -1,6 +1,6 @@
 // attn-mpi embed --batch: the lines shared among the ranks in blocks taken in turn (block b by
 // rank b mod K), every rank reading the file itself; rank 0 writes the records in input order
-// as they come, so the output is byte for byte that of one process (src/dist/ordered_blocks.hpp
+// as they come, so the output is byte for byte that of one process (src/distributed/ordered_blocks.hpp
 // has the hand-over). Each rank warns about the unknown tokens of its own lines.
 #include "embed_shared.hpp"
 
@@ -12,8 +12,8 @@
 #include <optional>
 
 #include "attn/error.hpp"
-#include "dist/ordered_blocks.hpp"
-#include "dist/session.hpp"
+#include "distributed/ordered_blocks.hpp"
+#include "distributed/session.hpp"
 #include "staged_output.hpp"
 
 namespace attn::cli {

@@ -1,5 +1,5 @@
 // attn-mpi: the attn command line on MPI. sdpa and bench run ring attention across the ranks
-// (src/dist/), embed --batch shares its lines among them, train is data-parallel; the other
+// (src/distributed/), embed --batch shares its lines among them, train is data-parallel; the other
 // subcommands are the plain attn's and run on rank 0 alone. Without
 // mpirun it is one rank. Before any work the ranks agree that they were given the same command;
 // errors of the shared subcommands are agreed by all ranks, so rank 0 alone prints them: one
@@ -10,10 +10,10 @@
 
 #include "across_ranks.hpp"
 #include "app.hpp"
-#include "dist/agree.hpp"
+#include "distributed/agree.hpp"
 #include "file_roles.hpp"
 #include "attn/error.hpp"
-#include "dist/session.hpp"
+#include "distributed/session.hpp"
 #include "embed_batch.hpp"
 #include "embed_shared.hpp"
 #include "mpi_commands.hpp"

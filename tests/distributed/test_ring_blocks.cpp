@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "dist/ring_blocks.hpp"
-#include "dist/zigzag.hpp"
+#include "distributed/ring_blocks.hpp"
+#include "distributed/zigzag.hpp"
 
 namespace attn::dist {
 namespace {

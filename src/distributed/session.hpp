@@ -1,6 +1,6 @@
 // The MPI session of one attn-mpi process: started once in main, ended when it goes out of scope.
 // Run without mpirun, the process is one rank of a world of one. The rest of attn-mpi reaches the
-// world through rank() and ranks(); no header of src/dist/ includes mpi.h.
+// world through rank() and ranks(); no header of src/distributed/ includes mpi.h.
 #pragma once
 
 namespace attn::dist {

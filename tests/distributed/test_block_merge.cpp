@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "dist/block_merge.hpp"
+#include "distributed/block_merge.hpp"
 
 namespace attn::dist {
 namespace {

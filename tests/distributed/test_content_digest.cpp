@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "dist/content_digest.hpp"
+#include "distributed/content_digest.hpp"
 
 namespace attn::dist {
 namespace {
