@@ -1,8 +1,16 @@
-# The Python module `attn` (python/*.cpp, pybind11), built into build/python/ so that
+# The Python package `attn`: its compiled core attn._attn (python/*.cpp, pybind11) and its
+# Python files (python/attn/), put together in build/python/attn/ so that
 #   PYTHONPATH=build/python /usr/bin/python3 -c "import attn"
 # works. It is Debian's python3 (the one with numpy and torch), not whatever python3 comes first
 # on PATH, and the module is built only where pybind11 and that Python's headers are found.
-find_program(ATTN_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
+# ATTN_PYTHON_EXECUTABLE: another interpreter to build for (setup.py passes the one building the
+# wheel, a virtual environment's, say).
+set(ATTN_PYTHON_EXECUTABLE "" CACHE FILEPATH "The Python to build the module for (default: /usr/bin/python3)")
+if(ATTN_PYTHON_EXECUTABLE)
+  set(ATTN_PYTHON "${ATTN_PYTHON_EXECUTABLE}")
+else()
+  find_program(ATTN_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
+endif()
 set(ATTN_PYTHON_FOUND OFF)
 if(ATTN_PYTHON)
   set(Python_EXECUTABLE "${ATTN_PYTHON}")
@@ -33,9 +41,17 @@ endif()
 file(GLOB ATTN_PYTHON_SOURCES CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/python/*.cpp")
 # NO_EXTRAS: no link-time optimisation or stripping, which would only slow the build.
 pybind11_add_module(attn_python MODULE NO_EXTRAS ${ATTN_PYTHON_SOURCES})
+set(ATTN_PYTHON_PACKAGE_DIR "${PROJECT_BINARY_DIR}/python/attn")
 set_target_properties(attn_python PROPERTIES
-  OUTPUT_NAME attn
-  LIBRARY_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/python")
+  OUTPUT_NAME _attn
+  LIBRARY_OUTPUT_DIRECTORY "${ATTN_PYTHON_PACKAGE_DIR}")
+# The package's Python files (and type stubs) beside the core; a change to one reconfigures.
+file(GLOB ATTN_PYTHON_FILES CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/python/attn/*.py"
+     "${PROJECT_SOURCE_DIR}/python/attn/*.pyi" "${PROJECT_SOURCE_DIR}/python/attn/py.typed")
+foreach(_attn_file ${ATTN_PYTHON_FILES})
+  get_filename_component(_attn_name "${_attn_file}" NAME)
+  configure_file("${_attn_file}" "${ATTN_PYTHON_PACKAGE_DIR}/${_attn_name}" COPYONLY)
+endforeach()
 target_compile_definitions(attn_python PRIVATE ATTN_VERSION="${PROJECT_VERSION}")
 target_link_libraries(attn_python PRIVATE attn attn_warnings fmt::fmt)
 
@@ -44,8 +60,9 @@ if(ATTN_INSTALL)
   set(ATTN_PYTHON_INSTALL_DIR
       "${CMAKE_INSTALL_LIBDIR}/python${Python_VERSION_MAJOR}.${Python_VERSION_MINOR}/site-packages"
       CACHE PATH "Where `cmake --install` puts the Python module, relative to the prefix")
-  install(TARGETS attn_python LIBRARY DESTINATION "${ATTN_PYTHON_INSTALL_DIR}" COMPONENT python)
+  install(TARGETS attn_python LIBRARY DESTINATION "${ATTN_PYTHON_INSTALL_DIR}/attn" COMPONENT python)
+  install(FILES ${ATTN_PYTHON_FILES} DESTINATION "${ATTN_PYTHON_INSTALL_DIR}/attn" COMPONENT python)
   # With a shared libattn the module finds it under the same prefix.
-  file(RELATIVE_PATH _attn_py_to_lib "/${ATTN_PYTHON_INSTALL_DIR}" "/${CMAKE_INSTALL_LIBDIR}")
+  file(RELATIVE_PATH _attn_py_to_lib "/${ATTN_PYTHON_INSTALL_DIR}/attn" "/${CMAKE_INSTALL_LIBDIR}")
   set_target_properties(attn_python PROPERTIES INSTALL_RPATH "$ORIGIN/${_attn_py_to_lib}")
 endif()

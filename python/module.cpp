@@ -1,10 +1,11 @@
-// The Python module `attn`: NumPy in, NumPy out, attn's kernels in between.
+// The compiled core of the Python package `attn` (attn._attn; python/attn/__init__.py re-exports
+// it): NumPy in, NumPy out, attn's kernels in between.
 #include <pybind11/pybind11.h>
 
 #include "bindings.hpp"
 #include "errors.hpp"
 
-PYBIND11_MODULE(attn, m) {
+PYBIND11_MODULE(_attn, m) {
   m.doc() = R"doc(attn: self-attention in plain C++, from Python.
 
     attn.sdpa(q, k, v, *, causal=False, scale=None, attn_mask=None, dtype="float32")

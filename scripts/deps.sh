@@ -13,6 +13,7 @@ packages=(
   libgtest-dev libgmock-dev          # unit tests
   python3 python3-numpy python3-torch python3-pytest   # oracle tests against PyTorch
   pybind11-dev python3-dev           # the Python module
+  python3-pip python3-setuptools python3-wheel python3-venv mypy   # pip install ., its test, the stubs' check
   libopenmpi-dev openmpi-bin         # attn-mpi (ring attention across ranks) and its tests
 )
 # Wanted, not needed: the HTML heatmap tests render pages in headless Chromium and are skipped

@@ -67,6 +67,9 @@ NOT_RUN = {
                            "marker)",
     "cmake -S . -B build-shared": "a second full build and an install (minutes); "
                                   "tests/package/test_install.sh does both in `make test`",
+    "python3 -m venv --system-site-packages env": "a full build of the package (minutes); "
+                                                  "tests/package/test_wheel.sh builds the wheel over "
+                                                  "make's tree, installs it in a fresh venv and uses it",
 }
 
 
