@@ -8,7 +8,7 @@ ifeq ($(CI),true)
 endif
 ATTN := $(BUILD_DIR)/bin/attn
 
-.PHONY: all deps build demo test test-sanitize fuzz clean
+.PHONY: all deps build demo-build demo test test-sanitize fuzz clean
 
 all: build
 
@@ -19,11 +19,19 @@ build: deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# Only what the demo runs: the build's packages (scripts/deps.sh demo) and the CLI's target, so
+# that a fresh machine shows its first result after one compile; `make build` and `make test`
+# install and build the rest (the tests, the Python module, attn-mpi) in the same tree.
+demo-build:
+	@bash scripts/deps.sh demo
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target attn_cli
+
 # The main job on the embedded default vectors: the seeds' walkthrough for one sentence, ending
 # in its contextual embeddings C, then "bank" in two sentences: its static vector, the
 # parameter-free attention and the built-in context model side by side; last, the built-in
 # language model continues a sentence.
-demo: build
+demo: demo-build
 	@echo '$$ attn explain "money bank grows"'
 	@$(ATTN) explain "money bank grows"
 	@echo

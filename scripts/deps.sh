@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages that attn's build, demo and tests use.
 # As root it installs whatever is missing; otherwise it prints the exact apt-get line to run.
+#   scripts/deps.sh          everything: the build, the Python module, MPI, the tests' tools
+#   scripts/deps.sh demo     only what `make demo` compiles and runs: the library and the CLI
 set -euo pipefail
 
+# The library and the command line tool: all `make demo` needs.
+demo_packages=(
+  g++ cmake make pkg-config          # toolchain (C++20, CMake >= 3.25)
+  libcli11-dev                       # command-line parsing
+  nlohmann-json3-dev                 # JSON output and safetensors headers
+  libfmt-dev                         # formatting (g++ 12 has no <format>)
+  liblzma-dev zlib1g-dev             # corpora read compressed (.xz, .gz)
+)
 packages=(
   g++ cmake make pkg-config          # toolchain (C++20, CMake >= 3.25)
   libomp-dev                         # OpenMP (g++ brings libgomp; kept for clang builds)
@@ -20,6 +30,11 @@ packages=(
 # without it, so a machine where it cannot be installed still builds and tests.
 optional=(chromium)
 
+if [ "${1:-}" = "demo" ]; then
+  packages=("${demo_packages[@]}")
+  optional=()
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -28,7 +43,7 @@ for p in "${packages[@]}"; do
 done
 
 optional_missing=()
-for p in "${optional[@]}"; do
+for p in "${optional[@]+"${optional[@]}"}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     optional_missing+=("$p")
   fi
