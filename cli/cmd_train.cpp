@@ -53,21 +53,6 @@ struct train_args {
   bool lr_given = false;
 };
 
-// A context model wants depth, word order (learned positions: without them attention reads a
-// bag of words and cannot tell where the gap is) and little dropout, and keeps the default
-// vectors frozen (the model file then holds only what it learned).
-constexpr int64_t masked_word_layers = 2;
-constexpr double masked_word_dropout = 0.1;
-// A language model: GPT-2's block arrangement (pre-norm, learned positions over the context),
-// four of them, light dropout (docs/LM.md has the measurements).
-constexpr int64_t lm_layers = 4;
-constexpr double lm_dropout = 0.1;
-// A word seen once is <unk>: the model then learns how often a word it does not know comes, as
-// held-out text has them (with every training word in the vocabulary, <unk> is never a target
-// and each unknown held-out word costs ~15 nats: 118 → 182 held-out perplexity on a book).
-constexpr int64_t lm_min_count = 2;
-constexpr double lm_lr = 0.003;  // 800k Wikipedia tokens: held-out perplexity 409, against 507 at 0.001
-
 // "90", "90s", "30m", "1h", "1h30m": seconds.
 double parse_duration(const std::string& text) {
   double seconds = 0;
@@ -151,19 +136,19 @@ void run(const train_args& args, const train_hooks& hooks) {
   o.data = args.data;
   o.valid = args.valid;
   o.learn_embeddings = args.learn_embeddings;
-  o.finetune_embeddings = masked && !args.finetune_given ? false : args.finetune;
-  o.positions = masked && !args.positions_given ? true : args.positions;
+  // The task's defaults (attn/train.hpp), where the command line did not set the option.
+  const train_options task_default = task_defaults(o.task);
+  o.finetune_embeddings = args.finetune_given ? args.finetune : task_default.finetune_embeddings;
+  o.positions = args.positions_given ? args.positions : task_default.positions;
   o.heads = args.heads;
   o.dim = args.dim;
   o.hidden = args.hidden;
-  o.min_count = lm && !args.min_count_given ? lm_min_count : args.min_count;
-  o.layers = masked && !args.layers_given ? masked_word_layers
-             : lm && !args.layers_given ? lm_layers : args.layers;
+  o.min_count = args.min_count_given ? args.min_count : task_default.min_count;
+  o.layers = args.layers_given ? args.layers : task_default.layers;
   o.feedforward = args.feedforward;
-  o.norm_first = args.norm_first || lm;
+  o.norm_first = args.norm_first || task_default.norm_first;
   o.pool = parse_pooling(args.pool);
-  o.dropout = masked && !args.dropout_given ? masked_word_dropout
-              : lm && !args.dropout_given ? lm_dropout : args.dropout;
+  o.dropout = args.dropout_given ? args.dropout : task_default.dropout;
   o.vocab = args.vocab;
   o.context = args.context;
   o.max_tokens = args.max_tokens;
@@ -178,7 +163,7 @@ void run(const train_args& args, const train_hooks& hooks) {
     throw_usage(fmt::format("--shards {} is not a multiple of the {} ranks", o.shards, processes));
   o.patience = args.patience;
   o.epochs = args.epochs;
-  o.lr = lm && !args.lr_given ? lm_lr : args.lr;
+  o.lr = args.lr_given ? args.lr : task_default.lr;
   o.batch = args.batch;
   o.seed = args.seed;
   o.weight_decay = args.weight_decay;

@@ -182,6 +182,15 @@ void bind_text_model(py::module_& m) {
           "each token read with itself replaced by the mask, what its context says belongs there.")
       .def("predict", &predict, "text"_a, "k"_a = 5,
            "The k most likely next words (or labels) as (label, probability), best first.")
+      .def(
+          "save",
+          [](const text_model& self, const std::filesystem::path& path) {
+            py::gil_scoped_release release;
+            self.save(path.string());
+          },
+          "path"_a,
+          "Writes the model file (safetensors with attn's metadata, as attn train -o writes it): "
+          "beside the path under a temporary name, then moved into place.")
       .def("inspect", &inspect, "text"_a, "top"_a = 5,
            "What each layer does with the text, as the page of attn heatmap draws it: "
            "{'tokens', 'unknown', 'causal', 'scale', 'mask_position', 'layers'}; each layer a dict "

@@ -161,6 +161,9 @@ class text_model {
   // From safetensors bytes; `source` names them in errors.
   static text_model decode(const std::string& bytes, const std::string& source);
   std::string encode() const;  // safetensors bytes (float32)
+  // encode() written to path: first beside it under a temporary name, then moved into place, so
+  // an existing file is replaced whole or not at all. An input error names the path.
+  void save(const std::string& path) const;
 
   const text_model_config& config() const;
   const std::vector<std::string>& outputs() const;  // the output words, or the labels

@@ -159,6 +159,11 @@ struct train_result {
   bool checkpoint_written = false;
 };
 
+// The options a task starts from: train_options{} with the task's own defaults (masked-word: 2
+// layers, learned positions, dropout 0.1, the default vectors frozen; lm: 4 pre-norm layers,
+// dropout 0.1, lr 0.003, min_count 2). attn train and attn.train apply the options given on top.
+train_options task_defaults(text_task task);
+
 train_result train_text_model(const train_options& options, const train_callbacks& callbacks = {});
 
 // Whether the file at `path` is a training checkpoint (it begins with the format's magic line).

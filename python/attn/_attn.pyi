@@ -1,7 +1,7 @@
 # Type stubs for attn's compiled core (python/*.cpp), re-exported by attn/__init__.py. Shapes are
 # in the docstrings: B batch, H heads, L queries, S keys, D and Dv head widths, E model width.
 import os
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union, overload
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +27,11 @@ def sdpa(q: npt.ArrayLike, k: npt.ArrayLike, v: npt.ArrayLike, *, causal: bool =
     (and the weights [B,H,L,S] with need_weights: a tuple)."""
 
 def tokenize(text: str) -> List[str]: ...
+
+def train(data: _Path, *, task: str = "next-word", output: Optional[_Path] = None,
+          vectors: Union[None, _Path, "Vectors"] = None, callback: Optional[Callable[[Dict[str, Any]], Any]] = None,
+          progress: bool = True, **options: Any) -> "TextModel":
+    """attn train from Python: the same options (train_options's names), defaults and model file."""
 
 class MultiheadAttention:
     @staticmethod
@@ -83,6 +88,7 @@ class TextModel:
     def embed(self, text: str, strict: bool = False, *, pool: str, normalize: bool = False,
               hide_token: bool = False) -> _Array:
         """One sentence vector [E] (pool: "mean", "max", "cls", "last")."""
+    def save(self, path: _Path) -> None: ...
     def predict(self, text: str, k: int = 5) -> List[Tuple[str, float]]: ...
     def evaluate(self, path: _Path, *, every: int = 7, seed: int = 0) -> Dict[str, Any]: ...
     def generate(self, prompt: str = "", *, max_words: int = 100, temperature: float = 1.0, top_k: int = 0,

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
@@ -10,6 +12,7 @@
 #include "attn/error.hpp"
 #include "attn/safetensors.hpp"
 #include "attn/sdpa.hpp"
+#include "attn/temporary_files.hpp"
 #include "attn/tokenizer.hpp"
 #include "attn/vectors.hpp"
 #include "io/json_fields.hpp"
@@ -111,6 +114,26 @@ std::string text_model::encode() const {
   if (!m.training.empty()) file.metadata["training"] = m.training;
   if (!m.history.empty()) file.metadata["history"] = train::history_json(m.history);
   return encode_safetensors(file);
+}
+
+void text_model::save(const std::string& path) const {
+  const std::string bytes = encode();
+  const std::string tmp = path + ".tmp";
+  const temporary_file registered(tmp);  // removed if a signal ends the program mid-write
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw_input(path, "cannot write the model file");
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw_input(path, "cannot write the model file (disk full?)");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw_input(path, "cannot move the model file into place");
+  }
 }
 
 text_model text_model::load(const std::string& path) {

@@ -32,6 +32,9 @@ def main() -> None:
     print(text, len(layers), attn.tokenize("Didn't"), lm.history["epochs"])
     vectors = attn.Vectors.load()
     print(len(vectors), vectors.dim, "bank" in vectors, vectors.nearest(vectors["bank"], k=3)[0][0])
+    trained = attn.train("tests/data/seed003_toy.txt", task="next-word", epochs=1, progress=False,
+                         callback=lambda event: None)
+    trained.save("/tmp/attn-typing-toy.safetensors")
     try:
         attn.TextModel.load("missing.safetensors")
     except attn.InputError as e:

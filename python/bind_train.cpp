@@ -1,0 +1,250 @@
+// attn.train: attn train from Python. The same options under the same names (as train_options
+// spells them), the task's defaults for those not given (attn::task_defaults, as the CLI uses),
+// the same model file for the same seed; progress to a callback or standard error; Ctrl-C stops
+// it as it stops the CLI (a masked-word or lm run keeps its checkpoint) and raises
+// KeyboardInterrupt. TextModel.save writes a model file.
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "attn/error.hpp"
+#include "attn/text_model.hpp"
+#include "attn/train.hpp"
+#include "attn/vectors.hpp"
+#include "bindings.hpp"
+
+namespace attn::python {
+
+namespace {
+
+text_task task_of(const std::string& name) {
+  if (name == "next-word") return text_task::next_word;
+  if (name == "classify") return text_task::classify;
+  if (name == "masked-word") return text_task::masked_word;
+  if (name == "lm") return text_task::lm;
+  throw_usage(fmt::format("task '{}': expected next-word, classify, masked-word or lm", name));
+}
+
+template <class T>
+T as(const std::string& name, const py::handle& value) {
+  try {
+    return value.cast<T>();
+  } catch (const py::cast_error&) {
+    throw_usage(fmt::format("option {} takes {}, got {}", name,
+                            std::is_same_v<T, bool> ? "True or False"
+                            : std::is_integral_v<T> ? "an integer"
+                            : std::is_floating_point_v<T> ? "a number" : "a string",
+                            py::str(py::repr(value)).cast<std::string>()));
+  }
+}
+
+// "90", "90s", "30m", "1h30m" or a number of seconds.
+double seconds_of(const py::handle& value) {
+  if (py::isinstance<py::float_>(value) || py::isinstance<py::int_>(value)) return value.cast<double>();
+  const std::string text = as<std::string>("time", value);
+  double total = 0, number = 0;
+  bool digits = false;
+  for (char c : text) {
+    if (c >= '0' && c <= '9') {
+      number = number * 10 + (c - '0');
+      digits = true;
+      continue;
+    }
+    const double unit = c == 'h' ? 3600 : c == 'm' ? 60 : c == 's' ? 1 : -1;
+    if (unit < 0 || !digits) throw_usage(fmt::format("time '{}': expected 90s, 30m, 1h30m or seconds", text));
+    total += number * unit;
+    number = 0;
+    digits = false;
+  }
+  return total + number;
+}
+
+// Every option attn.train takes beside data, task and output, by train_options's names.
+using setter = std::function<void(train_options&, const std::string&, const py::handle&)>;
+const std::map<std::string, setter>& setters() {
+  static const std::map<std::string, setter> table = {
+      {"valid", [](train_options& o, const std::string& n, const py::handle& v) { o.valid = as<std::filesystem::path>(n, v).string(); }},
+      {"learn_embeddings", [](train_options& o, const std::string& n, const py::handle& v) { o.learn_embeddings = as<int64_t>(n, v); }},
+      {"finetune_embeddings", [](train_options& o, const std::string& n, const py::handle& v) { o.finetune_embeddings = as<bool>(n, v); }},
+      {"min_count", [](train_options& o, const std::string& n, const py::handle& v) { o.min_count = as<int64_t>(n, v); }},
+      {"positions", [](train_options& o, const std::string& n, const py::handle& v) { o.positions = as<bool>(n, v); }},
+      {"heads", [](train_options& o, const std::string& n, const py::handle& v) { o.heads = as<int64_t>(n, v); }},
+      {"dim", [](train_options& o, const std::string& n, const py::handle& v) { o.dim = as<int64_t>(n, v); }},
+      {"layers", [](train_options& o, const std::string& n, const py::handle& v) { o.layers = as<int64_t>(n, v); }},
+      {"feedforward", [](train_options& o, const std::string& n, const py::handle& v) { o.feedforward = as<int64_t>(n, v); }},
+      {"norm_first", [](train_options& o, const std::string& n, const py::handle& v) { o.norm_first = as<bool>(n, v); }},
+      {"pool", [](train_options& o, const std::string& n, const py::handle& v) { o.pool = parse_pooling(as<std::string>(n, v)); }},
+      {"hidden", [](train_options& o, const std::string& n, const py::handle& v) { o.hidden = as<int64_t>(n, v); }},
+      {"dropout", [](train_options& o, const std::string& n, const py::handle& v) { o.dropout = as<double>(n, v); }},
+      {"window", [](train_options& o, const std::string& n, const py::handle& v) { o.window = as<int64_t>(n, v); }},
+      {"shards", [](train_options& o, const std::string& n, const py::handle& v) { o.shards = as<int64_t>(n, v); }},
+      {"epochs", [](train_options& o, const std::string& n, const py::handle& v) { o.epochs = as<int64_t>(n, v); }},
+      {"patience", [](train_options& o, const std::string& n, const py::handle& v) { o.patience = as<int64_t>(n, v); }},
+      {"lr", [](train_options& o, const std::string& n, const py::handle& v) { o.lr = as<double>(n, v); }},
+      {"batch", [](train_options& o, const std::string& n, const py::handle& v) { o.batch = as<int64_t>(n, v); }},
+      {"seed", [](train_options& o, const std::string& n, const py::handle& v) { o.seed = as<uint64_t>(n, v); }},
+      {"weight_decay", [](train_options& o, const std::string& n, const py::handle& v) { o.weight_decay = as<double>(n, v); }},
+      {"clip", [](train_options& o, const std::string& n, const py::handle& v) { o.clip = as<double>(n, v); }},
+      {"warmup", [](train_options& o, const std::string& n, const py::handle& v) { o.warmup = as<double>(n, v); }},
+      {"mask_share", [](train_options& o, const std::string& n, const py::handle& v) { o.mask_share = as<double>(n, v); }},
+      {"max_length", [](train_options& o, const std::string& n, const py::handle& v) { o.max_length = as<int64_t>(n, v); }},
+      {"max_outputs", [](train_options& o, const std::string& n, const py::handle& v) { o.max_outputs = as<int64_t>(n, v); }},
+      {"checkpoint", [](train_options& o, const std::string& n, const py::handle& v) { o.checkpoint = as<std::filesystem::path>(n, v).string(); }},
+      {"checkpoint_steps", [](train_options& o, const std::string& n, const py::handle& v) { o.checkpoint_steps = as<int64_t>(n, v); }},
+      {"resume", [](train_options& o, const std::string& n, const py::handle& v) { o.resume = as<bool>(n, v); }},
+      {"vocab", [](train_options& o, const std::string& n, const py::handle& v) { o.vocab = as<int64_t>(n, v); }},
+      {"context", [](train_options& o, const std::string& n, const py::handle& v) { o.context = as<int64_t>(n, v); }},
+      {"max_tokens", [](train_options& o, const std::string& n, const py::handle& v) { o.max_tokens = as<int64_t>(n, v); }},
+      {"time", [](train_options& o, const std::string&, const py::handle& v) { o.time_limit = seconds_of(v); }},
+      {"eval_steps", [](train_options& o, const std::string& n, const py::handle& v) { o.eval_steps = as<int64_t>(n, v); }},
+  };
+  return table;
+}
+
+py::dict step_event(const train_step_report& r) {
+  using namespace pybind11::literals;
+  return py::dict("kind"_a = "step", "epoch"_a = r.epoch, "epochs"_a = r.epochs, "step"_a = r.step,
+                  "steps"_a = r.steps, "loss"_a = r.loss, "lr"_a = r.lr, "tokens_per_second"_a = r.tokens_per_second,
+                  "eta_seconds"_a = r.eta_seconds);
+}
+
+py::dict epoch_event(const train_epoch_report& r) {
+  using namespace pybind11::literals;
+  return py::dict("kind"_a = "epoch", "epoch"_a = r.epoch, "epochs"_a = r.epochs, "loss"_a = r.loss,
+                  "accuracy"_a = r.accuracy, "eval_loss"_a = r.eval_loss, "on_validation"_a = r.on_validation,
+                  "best"_a = r.best, "seconds"_a = r.seconds, "tokens_per_second"_a = r.tokens_per_second);
+}
+
+py::dict eval_event(const train_eval_report& r) {
+  using namespace pybind11::literals;
+  return py::dict("kind"_a = "eval", "step"_a = r.step, "steps"_a = r.steps, "tokens"_a = r.tokens,
+                  "loss"_a = r.loss, "accuracy"_a = r.accuracy, "train_loss"_a = r.train_loss);
+}
+
+// The CLI's lines for an epoch and a held-out score, without its terminal bar.
+void print_line(const std::string& line) {
+  py::module_::import("sys").attr("stderr").attr("write")(line + "\n");
+}
+
+std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::string& task_name,
+                                  const std::optional<std::filesystem::path>& output, const py::object& vectors_arg,
+                                  const py::object& callback, bool progress, const py::kwargs& options) {
+  const text_task task = task_of(task_name);
+  train_options o = task_defaults(task);
+  o.data = data.string();
+  for (const auto& [key, value] : options) {
+    const std::string name = key.cast<std::string>();
+    const auto it = setters().find(name);
+    if (it == setters().end()) throw_usage(fmt::format("unknown option '{}' (attn.train takes train_options's names)", name));
+    it->second(o, name, value);
+  }
+  const bool lm = task == text_task::lm, streamed = lm || task == text_task::masked_word;
+  if (!lm && o.max_tokens > 0) throw_usage("max_tokens is for task='lm'");
+  if (!streamed && (o.time_limit > 0 || o.eval_steps > 0)) throw_usage("time and eval_steps are for task='masked-word' and 'lm'");
+  if (!streamed && o.resume) throw_usage("resume is for task='masked-word' and 'lm'");
+  // Checkpoints, as the CLI keeps them: beside the output unless named; none without either.
+  if (streamed && o.checkpoint.empty() && output) o.checkpoint = output->string() + ".checkpoint";
+  if (!streamed) o.checkpoint.clear();
+  if (o.resume && (o.checkpoint.empty() || !std::filesystem::exists(o.checkpoint)))
+    throw_input(o.checkpoint.empty() ? "checkpoint" : o.checkpoint, "no checkpoint to resume from");
+
+  // The word vectors: the embedded default, a file, or an attn.Vectors already loaded.
+  std::shared_ptr<vectors> word_vectors;
+  if (o.learn_embeddings > 0) {
+    if (!vectors_arg.is_none()) throw_usage("vectors and learn_embeddings exclude each other");
+  } else if (vectors_arg.is_none()) {
+    word_vectors = std::make_shared<vectors>(vectors::load_default());
+  } else if (py::isinstance<vectors>(vectors_arg)) {
+    word_vectors = vectors_arg.cast<std::shared_ptr<vectors>>();
+  } else {
+    const std::string path = as<std::filesystem::path>("vectors", vectors_arg).string();
+    py::gil_scoped_release release;
+    word_vectors = std::make_shared<vectors>(vectors::load(path));
+  }
+  o.word_vectors = word_vectors.get();
+
+  // Progress and Ctrl-C: each report takes the GIL for the callback and for a look at pending
+  // signals; a KeyboardInterrupt stops the run after its step, as Ctrl-C stops attn train.
+  std::atomic<bool> stop{false};
+  std::optional<py::error_already_set> failure;
+  const auto report = [&](const std::function<py::dict()>& event, const std::string& line) {
+    py::gil_scoped_acquire acquire;
+    if (failure) return;
+    try {
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      if (!callback.is_none()) callback(event());
+      else if (progress && !line.empty()) print_line(line);
+    } catch (py::error_already_set& e) {
+      failure.emplace(std::move(e));
+      stop.store(true);
+    }
+  };
+  train_callbacks cb;
+  cb.stop = &stop;
+  cb.on_step = [&](const train_step_report& r) { report([&] { return step_event(r); }, ""); };
+  cb.on_epoch = [&](const train_epoch_report& r) {
+    report([&] { return epoch_event(r); },
+           fmt::format("epoch {}/{}  loss {:.4f}  {} {:.4f}  {:.0f} tokens/s", r.epoch, r.epochs, r.loss,
+                       lm ? "valid perplexity" : r.on_validation ? "valid accuracy" : "train accuracy",
+                       lm ? std::exp(r.eval_loss) : r.accuracy, r.tokens_per_second));
+  };
+  cb.on_eval = [&](const train_eval_report& r) {
+    report([&] { return eval_event(r); },
+           fmt::format("step {}/{}  {} tokens  valid loss {:.4f}  accuracy {:.4f}", r.step, r.steps, r.tokens, r.loss,
+                       r.accuracy));
+  };
+  train_result result;
+  {
+    py::gil_scoped_release release;
+    result = train_text_model(o, cb);
+  }
+  if (failure) {
+    if (!result.checkpoint.empty() && failure->matches(PyExc_KeyboardInterrupt))
+      print_line(fmt::format("interrupted: the training state is in {}; attn.train(..., resume=True) goes on from there",
+                             result.checkpoint));
+    throw std::move(*failure);
+  }
+  auto model = std::make_shared<text_model>(std::move(result.model));
+  if (output) {
+    model->save(output->string());
+    // The run is complete: a checkpoint it wrote has nothing left to resume.
+    if (streamed && result.checkpoint_written && !o.checkpoint.empty()) std::remove(o.checkpoint.c_str());
+  }
+  return model;
+}
+
+}  // namespace
+
+void bind_train(py::module_& m) {
+  using namespace pybind11::literals;
+  m.def("train", &train, "data"_a, py::kw_only(), "task"_a = "next-word", "output"_a = py::none(),
+        "vectors"_a = py::none(), "callback"_a = py::none(), "progress"_a = true,
+        R"doc(attn train from Python: trains a text model on `data` and returns it (a TextModel).
+
+task: 'next-word', 'classify', 'masked-word' or 'lm'. output: also save the model file there
+(and, for masked-word and lm, keep a checkpoint at OUTPUT.checkpoint while training). vectors:
+None (the embedded GloVe), a path, or an attn.Vectors. Every other option of attn train, under
+train_options's names: valid, learn_embeddings, finetune_embeddings, min_count, positions,
+heads, dim, layers, feedforward, norm_first, pool, hidden, dropout, window, shards, epochs,
+patience, lr, batch, seed, weight_decay, clip, warmup, mask_share, max_length, max_outputs,
+checkpoint, checkpoint_steps, resume, vocab, context, max_tokens, time ('30m' or seconds),
+eval_steps; an option not given takes the task's default, as on the command line, so the same
+options and seed give the file attn train writes. callback(event): called with a dict for every
+step ({'kind': 'step', 'loss', 'lr', 'tokens_per_second', 'eta_seconds', ...}), epoch ('epoch':
+'loss', 'accuracy', 'eval_loss', ...) and held-out score ('eval'); without one, progress=True
+prints a line per epoch and score to standard error. Ctrl-C (KeyboardInterrupt) stops the run
+after its step; a masked-word or lm run keeps its checkpoint for resume=True. Errors: the CLI's,
+as attn.UsageError and attn.InputError. The GIL is released while it trains.)doc");
+}
+
+}  // namespace attn::python

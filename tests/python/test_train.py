@@ -1,0 +1,101 @@
+"""attn.train (issue #31): the CLI's options, defaults and model file from Python (the same bytes
+as attn train with the same seed, for a classifier and a language model), progress to a
+callback, a stop from the callback (as Ctrl-C) that keeps the checkpoint for resume=True, the
+CLI's errors; TextModel.save."""
+import os
+import subprocess
+
+import pytest
+
+attn = pytest.importorskip("attn")
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "data")
+ATTN = os.environ.get("ATTN_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin", "attn")
+NEGATION = os.path.join(DATA, "negation_train.tsv")
+
+
+def cli(*args):
+    r = subprocess.run([ATTN, *map(str, args)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    words = "the cat dog bird sat ran on near by mat road barn garden .".split()
+    lines = [" ".join(words[(i * 7 + j * 3) % len(words)] for j in range(9)) for i in range(300)]
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_classifier_is_the_file_attn_train_writes(tmp_path):
+    events = []
+    model = attn.train(NEGATION, task="classify", epochs=2, seed=1, output=tmp_path / "py.safetensors",
+                       callback=events.append)
+    cli("train", "--task", "classify", "--data", NEGATION, "--epochs", 2, "--seed", 1, "-o", tmp_path / "cli.safetensors")
+    assert (tmp_path / "py.safetensors").read_bytes() == (tmp_path / "cli.safetensors").read_bytes()
+    assert model.task == "classify" and sorted(model.labels) == ["negative", "positive"]
+    kinds = [e["kind"] for e in events]
+    assert kinds.count("epoch") == 2 and kinds.count("step") > 2 and kinds[-1] == "epoch"
+    assert events[-1]["epoch"] == 2 and 0 <= events[-1]["accuracy"] <= 1
+
+
+def test_a_language_model_takes_the_tasks_defaults_as_the_cli_does(corpus, tmp_path):
+    options = dict(layers=1, context=16, batch=8, epochs=2, seed=1, eval_steps=5)
+    events = []
+    attn.train(corpus, task="lm", output=tmp_path / "py.safetensors", callback=events.append, **options)
+    cli("train", "--task", "lm", "--data", corpus, "--layers", 1, "--context", 16, "--batch", 8, "--epochs", 2,
+        "--seed", 1, "--eval-steps", 5, "-o", tmp_path / "cli.safetensors")
+    assert (tmp_path / "py.safetensors").read_bytes() == (tmp_path / "cli.safetensors").read_bytes()
+    assert not os.path.exists(str(tmp_path / "py.safetensors") + ".checkpoint")  # done: removed
+    scores = [e for e in events if e["kind"] == "eval"]
+    assert scores and all(e["step"] % 5 == 0 and e["loss"] > 0 for e in scores)
+
+
+def test_a_stop_keeps_the_checkpoint_and_resume_gives_the_uninterrupted_file(corpus, tmp_path):
+    options = dict(task="masked-word", layers=1, epochs=2, seed=2, checkpoint_steps=3, progress=False)
+    whole = tmp_path / "whole.safetensors"
+    attn.train(corpus, output=whole, **options)
+
+    def interrupt_at_step_7(event):  # as Ctrl-C arriving during step 7
+        if event["kind"] == "step" and event["epoch"] == 1 and event["step"] == 7:
+            raise KeyboardInterrupt
+
+    part = tmp_path / "part.safetensors"
+    with pytest.raises(KeyboardInterrupt):
+        attn.train(corpus, output=part, callback=interrupt_at_step_7, **options)
+    assert not part.exists() and os.path.exists(str(part) + ".checkpoint")
+    attn.train(corpus, output=part, resume=True, **options)
+    assert part.read_bytes() == whole.read_bytes()
+
+
+@pytest.mark.parametrize("options, error, words", [
+    (dict(epochz=1), attn.UsageError, "unknown option 'epochz'"),
+    (dict(epochs="two"), attn.UsageError, "option epochs takes an integer"),
+    (dict(task="regress"), attn.UsageError, "task 'regress'"),
+    (dict(task="classify", max_tokens=5), attn.UsageError, "max_tokens is for task='lm'"),
+    (dict(learn_embeddings=8, vectors="v.txt"), attn.UsageError, "exclude each other"),
+    (dict(task="lm", resume=True), attn.InputError, "no checkpoint to resume from"),
+])
+def test_errors_are_the_clis(options, error, words, tmp_path):
+    with pytest.raises(error) as caught:
+        attn.train(NEGATION if options.get("task") == "classify" else os.path.join(DATA, "seed003_toy.txt"),
+                   progress=False, **options)
+    assert words in str(caught.value)
+
+
+def test_a_missing_corpus_is_an_input_error_naming_it():
+    with pytest.raises(attn.InputError) as caught:
+        attn.train("no-such-corpus.txt", progress=False)
+    assert caught.value.file == "no-such-corpus.txt"
+
+
+def test_save_writes_what_load_reads(tmp_path):
+    m = attn.TextModel.load("builtin")
+    m.save(tmp_path / "copy.safetensors")
+    again = attn.TextModel.load(str(tmp_path / "copy.safetensors"))
+    assert again.predict("he sat on the [MASK] of the river .") == m.predict("he sat on the [MASK] of the river .")
+    with pytest.raises(attn.InputError):
+        m.save(tmp_path / "no-such-folder" / "x.safetensors")
+    assert os.listdir(tmp_path) == ["copy.safetensors"]
