@@ -53,7 +53,7 @@ foreach(_attn_file ${ATTN_PYTHON_FILES})
   configure_file("${_attn_file}" "${ATTN_PYTHON_PACKAGE_DIR}/${_attn_name}" COPYONLY)
 endforeach()
 target_compile_definitions(attn_python PRIVATE ATTN_VERSION="${PROJECT_VERSION}")
-target_link_libraries(attn_python PRIVATE attn attn_warnings fmt::fmt)
+target_link_libraries(attn_python PRIVATE attn attn_warnings fmt::fmt OpenMP::OpenMP_CXX)
 
 if(ATTN_INSTALL)
   include(GNUInstallDirs)

@@ -102,6 +102,55 @@ py::dict inspect(const text_model& m, const std::string& text, int64_t top) {
                   "mask_position"_a = x.mask_position, "layers"_a = layers);
 }
 
+// TextModel.embed(texts): each text embedded on its own (as embed(text) does), the texts shared
+// among the threads with the GIL released; the first failure, by index, is raised after.
+py::object embed_many(const text_model& m, const std::vector<std::string>& texts, bool strict,
+                      const std::optional<std::string>& pool, bool normalize, bool hide_token) {
+  if (normalize && !pool) throw_usage("normalize scales sentence vectors: give pool='mean' (or max, cls, last)");
+  const sentence_pool how = parse_sentence_pool(pool.value_or("mean"));  // checked before the work
+  const token_reading reading = hide_token ? token_reading::hidden : token_reading::visible;
+  if (reading == token_reading::hidden && m.config().task != text_task::masked_word)
+    throw_usage(fmt::format("hide_token reads each place with its word masked: this model is {}, "
+                            "not masked-word", task_name(m.config().task)));
+  const auto n = static_cast<int64_t>(texts.size());
+  std::vector<contextual_embedding> out(texts.size());
+  std::vector<std::string> failures(texts.size());
+  {
+    py::gil_scoped_release release;
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t i = 0; i < n; ++i) {
+      const auto k = static_cast<size_t>(i);
+      try {
+        out[k] = m.embed(texts[k], reading);
+      } catch (const std::exception& e) {
+        failures[k] = e.what();
+      }
+    }
+  }
+  std::vector<std::string> unknown;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (!failures[i].empty()) throw_usage(fmt::format("texts[{}]: {}", i, failures[i]));
+    if (!out[i].unknown.empty() && strict)
+      throw_usage(fmt::format("texts[{}]: unknown token '{}' (not known to the model)", i, out[i].unknown.front()));
+    unknown.insert(unknown.end(), out[i].unknown.begin(), out[i].unknown.end());
+  }
+  if (!unknown.empty())
+    user_warning(fmt::format("left out of attention, not known to the model: {}", fmt::join(unknown, " ")));
+  if (!pool) {
+    py::list rows;
+    for (const contextual_embedding& e : out) rows.append(py::make_tuple(e.tokens, to_numpy(e.embeddings)));
+    return rows;
+  }
+  const int64_t d = m.config().dim;
+  std::vector<float> all;
+  all.reserve(static_cast<size_t>(n * d));
+  for (const contextual_embedding& e : out) {
+    const std::vector<float> v = pool_sentence(e.embeddings, how, normalize);
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  return to_numpy(tensor({n, d}, std::move(all)));
+}
+
 py::dict evaluate(const text_model& m, const std::filesystem::path& path, int64_t every, uint64_t seed) {
   evaluation e;
   {
@@ -180,6 +229,12 @@ void bind_text_model(py::module_& m) {
           "'last'): one float32 vector [E] for the text instead (sentence-transformers' "
           "convention), unit length with normalize=True. hide_token=True (masked-word models): "
           "each token read with itself replaced by the mask, what its context says belongs there.")
+      .def("embed", &embed_many, "texts"_a, "strict"_a = false, py::kw_only(), "pool"_a = py::none(),
+           "normalize"_a = false, "hide_token"_a = false,
+           "Many texts at once (a list of str), the GIL released and the texts shared among the "
+           "cores: with pool, one float32 array [N, E] (row i: texts[i]'s sentence vector); "
+           "without, a list of (tokens, embeddings [L_i, E]). A text the model cannot read raises "
+           "attn.UsageError naming its index.")
       .def("predict", &predict, "text"_a, "k"_a = 5,
            "The k most likely next words (or labels) as (label, probability), best first.")
       .def(

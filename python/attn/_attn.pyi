@@ -88,6 +88,14 @@ class TextModel:
     def embed(self, text: str, strict: bool = False, *, pool: str, normalize: bool = False,
               hide_token: bool = False) -> _Array:
         """One sentence vector [E] (pool: "mean", "max", "cls", "last")."""
+    @overload
+    def embed(self, texts: List[str], strict: bool = False, *, pool: None = None, normalize: bool = False,
+              hide_token: bool = False) -> List[Tuple[List[str], _Array]]:
+        """Many texts at once: (tokens, embeddings [L_i, E]) for each."""
+    @overload
+    def embed(self, texts: List[str], strict: bool = False, *, pool: str, normalize: bool = False,
+              hide_token: bool = False) -> _Array:
+        """Many texts at once: their sentence vectors [N, E]."""
     def save(self, path: _Path) -> None: ...
     def predict(self, text: str, k: int = 5) -> List[Tuple[str, float]]: ...
     def evaluate(self, path: _Path, *, every: int = 7, seed: int = 0) -> Dict[str, Any]: ...

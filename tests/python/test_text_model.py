@@ -356,3 +356,20 @@ def test_history_is_what_the_run_scored(tmp_path):
     assert [e["epoch"] for e in h["epochs"]] == [1, 2] and h["evaluations"] == []
     assert all(0 <= e["accuracy"] <= 1 and e["loss"] > 0 for e in h["epochs"])
     assert attn.TextModel.load("builtin").history == {"epochs": [], "evaluations": []}
+
+
+def test_embed_takes_many_texts_at_once():
+    m = attn.TextModel.load("builtin")
+    texts = ["he sat on the bank of the river", "she paid the money into her account", "a cat"]
+    vectors = m.embed(texts, pool="mean", normalize=True)
+    assert vectors.shape == (3, 100) and vectors.dtype == np.float32
+    for i, text in enumerate(texts):
+        np.testing.assert_array_equal(vectors[i], m.embed(text, pool="mean", normalize=True))
+    rows = m.embed(texts)
+    assert [tokens for tokens, _ in rows] == [m.embed(t)[0] for t in texts]
+    np.testing.assert_array_equal(rows[1][1], m.embed(texts[1])[1])
+    hidden = m.embed(texts[:1], hide_token=True)
+    np.testing.assert_array_equal(hidden[0][1], m.embed(texts[0], hide_token=True)[1])
+    with pytest.raises(attn.UsageError, match=r"texts\[1\]"):
+        m.embed(["a cat", "zzqxv qqzzx"], pool="mean")
+    assert m.embed([], pool="mean").shape == (0, 100)

@@ -9,8 +9,10 @@ import attn
 
 
 def sentence_vectors(model: attn.TextModel, lines: List[str]) -> npt.NDArray[np.float32]:
-    rows = [model.embed(line, pool="mean", normalize=True) for line in lines]
-    return np.stack(rows)
+    one_by_one = np.stack([model.embed(line, pool="mean", normalize=True) for line in lines])
+    at_once: npt.NDArray[np.float32] = model.embed(lines, pool="mean", normalize=True)
+    assert np.array_equal(one_by_one, at_once)
+    return at_once
 
 
 def fill(model: attn.TextModel, text: str) -> Tuple[str, float]:
