@@ -1,8 +1,9 @@
-"""Every fenced block of README.md, either checked by running it or listed with the reason it
-cannot run here.
+"""Every fenced block of README.md and of the guides it moved to docs/ (DOCUMENTS, in the order the
+one long README had them), either checked by running it or listed with the reason it cannot run
+here.
 
 Blocks with `$ ` lines are terminal sessions. Each command runs with bash (pipefail on) in one
-temporary folder shared by the whole README, in README order, with `attn` meaning the binary
+temporary folder shared by all the documents, in DOCUMENTS order, with `attn` meaning the binary
 under test; stdout and stderr together must equal the lines under the command once both went
 through NORMALISE below (the only output that may differ from the README), and the command must
 exit 0. The folder starts with what the README says it holds: the negation data written by
@@ -31,6 +32,11 @@ from conftest import ATTN, write_safetensors
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+# The README and the guides that hold its former sections, in that order: later sessions read
+# what earlier ones wrote (negation.safetensors, toy.safetensors).
+DOCUMENTS = [README] + [ROOT / "docs" / name for name in
+                        ("CLI.md", "TRAINING.md", "PICTURES.md", "VECTORS.md", "LIBRARY.md", "PERFORMANCE.md",
+                         "LAYOUT.md")]
 DATA = ROOT / "tests" / "data"
 BUILD = Path(ATTN).resolve().parents[1]  # build/bin/attn → build/
 
@@ -67,6 +73,9 @@ NOT_RUN = {
                            "marker)",
     "cmake -S . -B build-shared": "a second full build and an install (minutes); "
                                   "tests/package/test_install.sh does both in `make test`",
+    "build/bin/attn train --task classify --data $TMP/train.tsv": "the SST-2 benchmark's commands, as "
+                                                                  "bench/text_classify ran them on the shared "
+                                                                  "corpus (not in the repo)",
     "python3 -m venv --system-site-packages env": "a full build of the package (minutes); "
                                                   "tests/package/test_wheel.sh builds the wheel over "
                                                   "make's tree, installs it in a fresh venv and uses it",
@@ -75,9 +84,14 @@ NOT_RUN = {
 
 @dataclass
 class Block:
+    file: str                      # relative to the repository
     line: int                      # 1-based line of the opening fence
     lang: str
     lines: list = field(default_factory=list)
+
+    @property
+    def where(self):
+        return f"{self.file}:{self.line}"
 
     @property
     def first(self):
@@ -89,25 +103,28 @@ class Block:
 
 
 def readme_blocks():
-    lines = README.read_text(encoding="utf-8").split("\n")
-    blocks, i = [], 0
-    while i < len(lines):
-        fence = re.match(r"```(\w*)\s*$", lines[i])
-        if not fence:
-            i += 1
-            continue
-        j = i + 1
-        while j < len(lines) and not lines[j].startswith("```"):
-            j += 1
-        assert j < len(lines), f"README.md:{i + 1}: a fence that is never closed"
-        blocks.append(Block(i + 1, fence.group(1), lines[i + 1:j]))
-        i = j + 1
+    blocks = []
+    for document in DOCUMENTS:
+        name = str(document.relative_to(ROOT))
+        lines = document.read_text(encoding="utf-8").split("\n")
+        i = 0
+        while i < len(lines):
+            fence = re.match(r"```(\w*)\s*$", lines[i])
+            if not fence:
+                i += 1
+                continue
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```"):
+                j += 1
+            assert j < len(lines), f"{name}:{i + 1}: a fence that is never closed"
+            blocks.append(Block(name, i + 1, fence.group(1), lines[i + 1:j]))
+            i = j + 1
     return blocks
 
 
 def session_steps(block):
     """[(command, expected output lines)] of a session block."""
-    assert block.lines[0].startswith("$ "), f"README.md:{block.line}: output before any command"
+    assert block.lines[0].startswith("$ "), f"{block.where}: output before any command"
     steps = []
     for line in block.lines:
         if line.startswith("$ "):
@@ -167,15 +184,15 @@ def readme(tmp_path_factory):
     results = {}
     for block in SESSIONS:
         for command, _ in session_steps(block):
-            results[(block.line, command)] = run_shell(command, folder, bindir)
+            results[(block.where, command)] = run_shell(command, folder, bindir)
     return {"folder": folder, "bindir": bindir, "results": results, "mha": mha_weights}
 
 
-@pytest.mark.parametrize("block", SESSIONS, ids=[f"README.md:{b.line}" for b in SESSIONS])
+@pytest.mark.parametrize("block", SESSIONS, ids=[b.where for b in SESSIONS])
 def test_session_block_output_is_what_the_commands_print(readme, block):
     differ = []
     for command, expected in session_steps(block):
-        r = readme["results"][(block.line, command)]
+        r = readme["results"][(block.where, command)]
         assert r.returncode == 0, f"$ {command}\n{r.stdout}"
         if EXACT:
             assert normalise(r.stdout) == normalise("\n".join(expected)), f"$ {command}"
@@ -209,8 +226,8 @@ def test_make_demo_runs_that_block():
 
 def test_the_pytorch_snippet_is_the_one_the_python_tests_run():
     marker = "<!-- tests/python/test_readme_snippet.py runs the next block as it stands -->"
-    lines = README.read_text(encoding="utf-8").split("\n")
     block = next(b for b in readme_blocks() if b.first.startswith("import json, struct"))
+    lines = (ROOT / block.file).read_text(encoding="utf-8").split("\n")
     assert lines[block.line - 2] == marker
 
 
@@ -301,6 +318,13 @@ def check_python_library(readme, block):
                           np.load(readme["folder"] / "cli_rows.npy"))
 
 
+def check_python_tour(readme, block):
+    run_python(readme, "", block, """
+        assert model.predict("the united [MASK] of america", k=3)[0][0] == "states"
+        assert vectors.shape == (2, 100) and lm.task == "lm"
+        """)
+
+
 def check_python_mha_line(readme, block):
     run_python(readme, """
         import numpy as np, attn
@@ -380,6 +404,7 @@ OTHER_BLOCKS = {
     "attn heatmap --model toy.safetensors": check_heatmap_commands,
     "attn mha --weights mha.safetensors": check_cli_mha,
     "# PYTHONPATH=build/python python3": check_python_library,
+    "import attn": check_python_tour,
     "y = attn.MultiheadAttention.from_safetensors": check_python_mha_line,
     "#include <attn/attn.hpp>": check_cpp_library,
     "auto y = attn::MultiheadAttention::load": check_cpp_mha_line,
@@ -388,7 +413,7 @@ OTHER_BLOCKS = {
 
 def key_of(block, keys):
     matches = [k for k in keys if block.first.startswith(k)]
-    assert len(matches) <= 1, f"README.md:{block.line}: matches {matches}"
+    assert len(matches) <= 1, f"{block.where}: matches {matches}"
     return matches[0] if matches else None
 
 
@@ -399,9 +424,9 @@ def test_every_block_is_checked_or_listed():
             continue
         key = key_of(block, [*OTHER_BLOCKS, *NOT_RUN])
         if key is None:
-            unaccounted.append(f"README.md:{block.line}: {block.first}")
+            unaccounted.append(f"{block.where}: {block.first}")
         elif key in seen:
-            unaccounted.append(f"README.md:{block.line}: a second block for {key!r}")
+            unaccounted.append(f"{block.where}: a second block for {key!r}")
         seen.add(key)
     assert not unaccounted, "check these blocks in OTHER_BLOCKS or list them in NOT_RUN"
     assert seen == {*OTHER_BLOCKS, *NOT_RUN}, f"no README block for {({*OTHER_BLOCKS, *NOT_RUN}) - seen}"
@@ -410,6 +435,6 @@ def test_every_block_is_checked_or_listed():
 OTHERS = [b for b in readme_blocks() if not b.is_session and key_of(b, OTHER_BLOCKS)]
 
 
-@pytest.mark.parametrize("block", OTHERS, ids=[f"README.md:{b.line}" for b in OTHERS])
+@pytest.mark.parametrize("block", OTHERS, ids=[b.where for b in OTHERS])
 def test_other_block_runs(readme, block):
     OTHER_BLOCKS[key_of(block, OTHER_BLOCKS)](readme, block)
