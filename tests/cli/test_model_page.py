@@ -226,3 +226,23 @@ def test_a_page_past_the_limit_says_so_instead_of_drawing(tmp_path):
     shown = dom(long_page)
     assert 'id="too-long"' in shown and "1001 tokens" in shown and "at most 1000" in shown
     assert "<canvas" not in shown
+
+
+def test_a_model_page_with_its_curve_and_exports_stays_one_offline_file(tmp_path):
+    """The page of a trained model (every view, its training curve, an export run) is one file
+    that asks the network for nothing."""
+    from pictures import page_requests
+    from test_heatmap import check_self_contained
+    model = tmp_path / "toy.safetensors"
+    r = attn("train", "--task", "next-word", "--data", os.path.join(DATA, "seed003_toy.txt"), "--layers", "2",
+             "--heads", "2", "--epochs", "5", "-o", model)
+    assert r.returncode == 0, r.stderr
+    out = page(model, "not like hate", tmp_path / "toy.html")
+    html_text = out.read_text()
+    check_self_contained(html_text)
+    assert 'id="training-curve-section"' in html_text
+    log = tmp_path / "netlog.json"
+    proc = run_chromium(f"file://{out}#export=training-curve", "--dump-dom", "--virtual-time-budget=20000",
+                        f"--log-net-log={log}", "--host-resolver-rules=MAP * ~NOTFOUND")
+    assert 'data-exported="1"' in proc.stdout.decode()
+    assert page_requests(log) == []

@@ -99,3 +99,34 @@ def test_save_writes_what_load_reads(tmp_path):
     with pytest.raises(attn.InputError):
         m.save(tmp_path / "no-such-folder" / "x.safetensors")
     assert os.listdir(tmp_path) == ["copy.safetensors"]
+
+
+def test_ctrl_c_stops_the_run_and_keeps_the_checkpoint(corpus, tmp_path):
+    """A real SIGINT, as Ctrl-C sends it: KeyboardInterrupt after the step, the checkpoint kept,
+    no model file."""
+    import signal
+    import sys
+    import time
+    out = tmp_path / "m.safetensors"
+    script = f"""
+import attn, sys
+def started(event):
+    if event["kind"] == "step" and event["step"] == 2 and event["epoch"] == 1:
+        print("running", flush=True)
+try:
+    attn.train({str(corpus)!r}, task="masked-word", layers=1, epochs=1000, seed=2, checkpoint_steps=1,
+               output={str(out)!r}, callback=started)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(3)
+"""
+    env = dict(os.environ)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    assert proc.stdout.readline().strip() == "running"
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 3 and "interrupted" in stdout, stderr
+    assert "resume=True" in stderr
+    assert not out.exists() and os.path.exists(str(out) + ".checkpoint")
