@@ -27,39 +27,24 @@ void run(const eval_args& args) {
     throw_usage(fmt::format("--every and --seed are for a masked-word model (the model {} is {})",
                             args.model, task_name(model.config().task)));
   const evaluation e = model.evaluate(args.data, args.every, args.seed);
-  if (masked) {
-    // n: the hidden words; a hidden word the model cannot output counts as wrong (scored: those
-    // it can, over which the loss is taken).
-    if (e.unknown_words > 0)
-      warn(fmt::format("{}: {} words without an embedding, left out of their sentences", args.data,
-                       e.unknown_words));
-    const nlohmann::json j = {{"top1", e.accuracy}, {"top5", e.top5}, {"loss", e.loss},
-                              {"hidden", e.n}, {"scored", e.scored}, {"every", args.every},
-                              {"seed", args.seed}, {"lines", e.lines}};
-    write_output("-", j.dump() + "\n");
-    return;
+  const text_task task = model.config().task;
+  if (masked && e.unknown_words > 0)
+    warn(fmt::format("{}: {} words without an embedding, left out of their sentences", args.data,
+                     e.unknown_words));
+  if (!masked && task != text_task::lm) {
+    if (e.unknown_words > 0) warn(fmt::format("{}: {} words without an embedding", args.data, e.unknown_words));
+    if (e.skipped > 0)
+      warn(fmt::format("{}: {} of {} {} could not be scored (nothing known to predict from, or a "
+                       "{} the model cannot output) and count as wrong",
+                       args.data, e.skipped, e.n, task == text_task::classify ? "lines" : "next words",
+                       task == text_task::classify ? "label" : "word"));
   }
-  if (model.config().task == text_task::lm) {
-    // Unknown words are <unk> tokens the model predicts like any other (unknown_share says how
-    // many): perplexity is only comparable between models with the same vocabulary.
-    const nlohmann::json j = {{"perplexity", e.perplexity}, {"loss", e.loss}, {"tokens", e.n},
-                              {"unknown_share", e.unknown_share}, {"accuracy", e.accuracy},
-                              {"lines", e.lines}};
-    write_output("-", j.dump() + "\n");
-    return;
+  // One JSON line, the fields attn::evaluation_fields names (Python's evaluate() gives the same).
+  nlohmann::json j = nlohmann::json::object();
+  for (const evaluation_field& f : evaluation_fields(e, task, args.every, args.seed)) {
+    if (f.integer) j[f.name] = f.count;
+    else j[f.name] = f.value;
   }
-  if (e.unknown_words > 0)
-    warn(fmt::format("{}: {} words without an embedding", args.data, e.unknown_words));
-  if (e.skipped > 0)
-    warn(fmt::format("{}: {} of {} {} could not be scored (nothing known to predict from, or a "
-                     "{} the model cannot output) and count as wrong",
-                     args.data, e.skipped, e.n,
-                     model.config().task == text_task::classify ? "lines" : "next words",
-                     model.config().task == text_task::classify ? "label" : "word"));
-  // n: the predictions counted (every line, or every next word); scored: those the model could
-  // make, over which the loss is taken.
-  const nlohmann::json j = {{"accuracy", e.accuracy}, {"loss", e.loss}, {"n", e.n},
-                            {"lines", e.lines}, {"scored", e.scored}};
   write_output("-", j.dump() + "\n");
 }
 

@@ -157,32 +157,11 @@ py::dict evaluate(const text_model& m, const std::filesystem::path& path, int64_
     py::gil_scoped_release release;
     e = m.evaluate(path.string(), every, seed);
   }
-  py::dict out;
-  if (m.config().task == text_task::masked_word) {  // as attn eval prints it
-    out["top1"] = e.accuracy;
-    out["top5"] = e.top5;
-    out["loss"] = e.loss;
-    out["hidden"] = e.n;
-    out["scored"] = e.scored;
-    out["every"] = every;
-    out["seed"] = seed;
-    out["lines"] = e.lines;
-    return out;
+  py::dict out;  // as attn eval prints it (attn::evaluation_fields)
+  for (const evaluation_field& f : evaluation_fields(e, m.config().task, every, seed)) {
+    if (f.integer) out[py::str(f.name)] = f.count;
+    else out[py::str(f.name)] = f.value;
   }
-  if (m.config().task == text_task::lm) {  // as attn eval prints it
-    out["perplexity"] = e.perplexity;
-    out["loss"] = e.loss;
-    out["tokens"] = e.n;
-    out["unknown_share"] = e.unknown_share;
-    out["accuracy"] = e.accuracy;
-    out["lines"] = e.lines;
-    return out;
-  }
-  out["accuracy"] = e.accuracy;
-  out["loss"] = e.loss;
-  out["n"] = e.n;
-  out["lines"] = e.lines;
-  out["scored"] = e.scored;
   return out;
 }
 

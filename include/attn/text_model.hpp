@@ -123,6 +123,19 @@ struct evaluation {
   double unknown_share = 0;      // of the tokens, the unknown ones
 };
 
+// An evaluation by name, as attn eval prints it and Python's evaluate returns it (one place for
+// both): a masked-word model's top1, top5, loss, hidden, scored, every, seed, lines; a language
+// model's perplexity, loss, tokens, unknown_share, accuracy, lines; the others' accuracy, loss, n,
+// lines, scored. A count (or the masked-word evaluation's every and seed) is `integer`, in `count`.
+struct evaluation_field {
+  std::string name;
+  double value = 0;
+  bool integer = false;
+  uint64_t count = 0;
+};
+std::vector<evaluation_field> evaluation_fields(const evaluation& e, text_task task, int64_t every = 7,
+                                                uint64_t seed = 0);
+
 // How a language model (--task lm) continues a text.
 struct generation_options {
   int64_t max_words = 100;  // tokens to make at most (punctuation counts); the end token stops sooner
