@@ -243,10 +243,12 @@ void run(const train_args& args, const train_hooks& hooks) {
                                     : "");
   }
   const text_model_config& c = result.model.config();
-  write_output(args.output, result.model.encode());
+  // The model and its curve land together or not at all (staged, then renamed).
+  std::vector<std::pair<std::string, std::string>> outputs{{args.output, result.model.encode()}};
   if (!args.plot.empty())
-    write_output(args.plot, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" +
-                                render_training_curve_svg(result.model.history(), args.output));
+    outputs.emplace_back(args.plot, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" +
+                                        render_training_curve_svg(result.model.history(), args.output));
+  write_outputs(outputs);
   // The run is complete: its checkpoint has nothing left to resume. Only a file this run saved
   // or resumed from is removed (never a file that merely sits at that path).
   if (streamed && result.checkpoint_written && is_training_checkpoint(o.checkpoint))

@@ -140,6 +140,12 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
                                   const std::optional<std::filesystem::path>& output, const py::object& vectors_arg,
                                   const py::object& callback, bool progress, const py::kwargs& options) {
   const text_task task = task_of(task_name);
+  // Where the model goes must exist before an hour of training, not after.
+  if (output) {
+    const std::filesystem::path folder = output->parent_path().empty() ? "." : output->parent_path();
+    if (!std::filesystem::is_directory(folder))
+      throw_input(output->string(), fmt::format("no folder {} to write the model into", folder.string()));
+  }
   train_options o = task_defaults(task);
   o.data = data.string();
   for (const auto& [key, value] : options) {

@@ -124,3 +124,11 @@ def test_a_damaged_history_is_an_input_error(tmp_path):
         r = run_attn("predict", "--model", damaged, "the movie was good")
         assert r.code == 2, r.err
         assert "damaged.safetensors" in one_error_line(r) and words in one_error_line(r)
+
+
+def test_a_plot_that_cannot_be_written_leaves_no_model_either(tmp_path):
+    model = tmp_path / "c.safetensors"
+    r = run_attn("train", "--task", "classify", "--data", os.path.join(DATA, "negation_train.tsv"), "--epochs", "1",
+                 "-o", model, "--plot", tmp_path / "no-such-folder" / "c.svg")
+    assert r.code != 0 and "no-such-folder" in one_error_line(r)
+    assert os.listdir(tmp_path) == []

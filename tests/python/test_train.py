@@ -130,3 +130,10 @@ except KeyboardInterrupt:
     assert proc.returncode == 3 and "interrupted" in stdout, stderr
     assert "resume=True" in stderr
     assert not out.exists() and os.path.exists(str(out) + ".checkpoint")
+
+
+def test_an_output_folder_that_does_not_exist_fails_before_training(tmp_path):
+    events = []
+    with pytest.raises(attn.InputError) as caught:
+        attn.train(NEGATION, task="classify", output=tmp_path / "missing" / "m.safetensors", callback=events.append)
+    assert "no folder" in str(caught.value) and events == []
