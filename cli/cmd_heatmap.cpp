@@ -58,7 +58,7 @@ heatmap_page vectors_page(const heatmap_args& args, const scale_spec& scale) {
 
 // A trained model's attention: one panel per head of each layer (or of the --layer asked for),
 // as the model computes it when it predicts; --head keeps that head of each layer.
-heatmap_page model_page(const heatmap_args& args, std::optional<int> head) {
+heatmap_page model_page(const heatmap_args& args, std::optional<int> head, bool for_page) {
   const text_model model = text_model::load(args.model_path);
   const std::string text = read_text(args.text);
   check_picture_length(text, "heatmap");
@@ -67,7 +67,8 @@ heatmap_page model_page(const heatmap_args& args, std::optional<int> head) {
   if (chosen && *chosen >= layers)
     throw_usage(fmt::format("--layer {} is out of range: the model has {} layer{} (0 … {})", *chosen,
                             layers, layers == 1 ? "" : "s", layers - 1));
-  model_inspection x = model.inspect(text);
+  // The page shows each layer's predictions; an SVG or PNG draws the weights alone.
+  model_inspection x = model.inspect(text, for_page ? 5 : 0);
   if (!x.unknown.empty())
     warn(fmt::format("left out of attention, not known to the model: {}", fmt::join(x.unknown, " ")));
   const text_model_config& c = model.config();
@@ -117,7 +118,7 @@ void run(const heatmap_args& args) {
   parse_number("--layer", args.layer);
   const scale_spec scale = scale_spec::parse(args.scale);
 
-  heatmap_page page = args.model_path.empty() ? vectors_page(args, scale) : model_page(args, head);
+  heatmap_page page = args.model_path.empty() ? vectors_page(args, scale) : model_page(args, head, format == picture_format::html);
   if (head && args.model_path.empty()) page.map = select_head(page.map, *head);
   write_output(args.output, format == picture_format::svg   ? render_heatmap_svg(page.map)
                             : format == picture_format::png ? render_heatmap_png(page.map)

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <csignal>
@@ -53,32 +52,6 @@ struct train_args {
   bool lr_given = false;
 };
 
-// "90", "90s", "30m", "1h", "1h30m": seconds.
-double parse_duration(const std::string& text) {
-  double seconds = 0;
-  const char* at = text.data();
-  const char* end = text.data() + text.size();
-  bool any = false;
-  while (at < end) {
-    double value = 0;
-    const auto [next, ec] = std::from_chars(at, end, value);
-    if (ec != std::errc() || !(value >= 0)) break;
-    at = next;
-    double unit = 1;
-    if (at < end && (*at == 's' || *at == 'm' || *at == 'h')) {
-      unit = *at == 'h' ? 3600 : *at == 'm' ? 60 : 1;
-      ++at;
-    } else if (at != end) {
-      break;
-    }
-    seconds += value * unit;
-    any = true;
-  }
-  if (!any || at != end || !(seconds > 0) || !std::isfinite(seconds))
-    throw_usage(fmt::format("--time '{}': expected a duration such as 90s, 30m, 1h or 1h30m", text));
-  return seconds;
-}
-
 std::atomic<bool> interrupted{false};
 
 extern "C" void on_interrupt(int) {
@@ -114,11 +87,7 @@ void run(const train_args& args, const train_hooks& hooks) {
   if (!args.plot.empty() && !has_extension(args.plot, ".svg"))
     throw error(error_kind::usage, args.plot, "cannot tell the format from the extension", "--plot takes a .svg file");
   train_options o;
-  if (args.task != "next-word" && args.task != "classify" && args.task != "masked-word" && args.task != "lm")
-    throw_usage(fmt::format("--task '{}': expected next-word, classify, masked-word or lm", args.task));
-  o.task = args.task == "classify" ? text_task::classify
-           : args.task == "masked-word" ? text_task::masked_word
-           : args.task == "lm" ? text_task::lm : text_task::next_word;
+  o.task = parse_task(args.task, "--task");
   const bool lm = o.task == text_task::lm;
   const bool masked = o.task == text_task::masked_word;
   const bool streamed = masked || lm;  // the corpus trainer's tasks
@@ -395,7 +364,7 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
   sub->add_option("--max-tokens", args->max_tokens, "lm: stop after training on N tokens")
       ->check(CLI::PositiveNumber);
   sub->add_option_function<std::string>(
-         "--time", [args](const std::string& text) { args->time_limit = parse_duration(text); },
+         "--time", [args](const std::string& text) { args->time_limit = parse_duration(text, "--time"); },
          "masked-word, lm: stop after this much training time (90s, 30m, 1h30m); the learning "
          "rate decays over it")
       ->type_name("DURATION");

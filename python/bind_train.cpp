@@ -27,14 +27,6 @@ namespace attn::python {
 
 namespace {
 
-text_task task_of(const std::string& name) {
-  if (name == "next-word") return text_task::next_word;
-  if (name == "classify") return text_task::classify;
-  if (name == "masked-word") return text_task::masked_word;
-  if (name == "lm") return text_task::lm;
-  throw_usage(fmt::format("task '{}': expected next-word, classify, masked-word or lm", name));
-}
-
 template <class T>
 T as(const std::string& name, const py::handle& value) {
   try {
@@ -48,25 +40,10 @@ T as(const std::string& name, const py::handle& value) {
   }
 }
 
-// "90", "90s", "30m", "1h30m" or a number of seconds.
+// A number of seconds, or a duration as attn train --time takes it ("90s", "30m", "1h30m").
 double seconds_of(const py::handle& value) {
   if (py::isinstance<py::float_>(value) || py::isinstance<py::int_>(value)) return value.cast<double>();
-  const std::string text = as<std::string>("time", value);
-  double total = 0, number = 0;
-  bool digits = false;
-  for (char c : text) {
-    if (c >= '0' && c <= '9') {
-      number = number * 10 + (c - '0');
-      digits = true;
-      continue;
-    }
-    const double unit = c == 'h' ? 3600 : c == 'm' ? 60 : c == 's' ? 1 : -1;
-    if (unit < 0 || !digits) throw_usage(fmt::format("time '{}': expected 90s, 30m, 1h30m or seconds", text));
-    total += number * unit;
-    number = 0;
-    digits = false;
-  }
-  return total + number;
+  return parse_duration(as<std::string>("time", value), "time");
 }
 
 // Every option attn.train takes beside data, task and output, by train_options's names.
@@ -139,7 +116,7 @@ void print_line(const std::string& line) {
 std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::string& task_name,
                                   const std::optional<std::filesystem::path>& output, const py::object& vectors_arg,
                                   const py::object& callback, bool progress, const py::kwargs& options) {
-  const text_task task = task_of(task_name);
+  const text_task task = parse_task(task_name, "task");
   // Where the model goes must exist before an hour of training, not after.
   if (output) {
     const std::filesystem::path folder = output->parent_path().empty() ? "." : output->parent_path();

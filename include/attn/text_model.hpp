@@ -192,7 +192,7 @@ class text_model {
   attention_map attention(std::string_view text, int64_t layer) const;
   // Every layer's heads (q, k, v, weights) and, for lm and masked-word models, the top words
   // each layer's output points to at each token: attn/inspection.hpp. A text with no known
-  // word is a usage error.
+  // word is a usage error. top = 0: no predictions (the heads alone).
   model_inspection inspect(std::string_view text, int64_t top = 5) const;
   // The model's contextual embedding of each token of the text (see contextual_embedding): row
   // t is the last block's output at t, the whole text read in one pass (each token with itself

@@ -164,6 +164,12 @@ struct train_result {
 // dropout 0.1, lr 0.003, min_count 2). attn train and attn.train apply the options given on top.
 train_options task_defaults(text_task task);
 
+// The names attn train and attn.train take: "next-word", "classify", "masked-word", "lm"; and a
+// duration, "90", "90s", "30m", "1h" or "1h30m", in seconds (> 0). A usage error quotes the text
+// after `option`, as the caller spells it ("--task", "task").
+text_task parse_task(const std::string& name, const std::string& option = "task");
+double parse_duration(const std::string& text, const std::string& option = "time");
+
 train_result train_text_model(const train_options& options, const train_callbacks& callbacks = {});
 
 // Whether the file at `path` is a training checkpoint (it begins with the format's magic line).

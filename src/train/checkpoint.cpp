@@ -9,9 +9,9 @@
 
 #include "attn/error.hpp"
 #include "attn/train.hpp"
-#include "attn/temporary_files.hpp"
 #include "io/json_fields.hpp"
 #include "io/read_file.hpp"
+#include "io/replace_file.hpp"
 
 namespace attn::train {
 
@@ -88,27 +88,14 @@ void checkpoint::save(const std::string& path) const {
     offset += a.bytes.size();
   }
   const std::string head = nlohmann::json{{"header", header}, {"arrays", index}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  const std::string tmp = path + ".tmp";
-  const temporary_file registered(tmp);  // removed if a signal ends the run mid-save
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw_input(tmp, "cannot write the checkpoint");
+  io::replace_file(path, "checkpoint", [&](std::ostream& out) {
     out.write(magic.data(), static_cast<std::streamsize>(magic.size()));
     unsigned char length[8];
     for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(static_cast<uint64_t>(head.size()) >> (8 * i));
     out.write(reinterpret_cast<const char*>(length), 8);
     out.write(head.data(), static_cast<std::streamsize>(head.size()));
     for (const auto& [name, a] : arrays_) out.write(a.bytes.data(), static_cast<std::streamsize>(a.bytes.size()));
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw_input(tmp, "cannot write the checkpoint (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw_input(path, "cannot move the checkpoint into place");
-  }
+  });
 }
 
 bool checkpoint::is_checkpoint(const std::string& path) {

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
@@ -12,11 +10,11 @@
 #include "attn/error.hpp"
 #include "attn/safetensors.hpp"
 #include "attn/sdpa.hpp"
-#include "attn/temporary_files.hpp"
 #include "attn/tokenizer.hpp"
 #include "attn/vectors.hpp"
 #include "io/json_fields.hpp"
 #include "io/read_file.hpp"
+#include "io/replace_file.hpp"
 #include "nn/cross_entropy.hpp"
 #include "train/lm_evaluate.hpp"
 #include "train/masked_evaluate.hpp"
@@ -118,22 +116,8 @@ std::string text_model::encode() const {
 
 void text_model::save(const std::string& path) const {
   const std::string bytes = encode();
-  const std::string tmp = path + ".tmp";
-  const temporary_file registered(tmp);  // removed if a signal ends the program mid-write
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw_input(path, "cannot write the model file");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw_input(path, "cannot write the model file (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw_input(path, "cannot move the model file into place");
-  }
+  io::replace_file(path, "model file",
+                   [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
 }
 
 text_model text_model::load(const std::string& path) {

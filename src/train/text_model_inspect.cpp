@@ -70,7 +70,7 @@ model_inspection text_model::inspect(std::string_view text, int64_t top) const {
   out.mask_position = in.mask_position;
 
   // The output layer, shared by every layer's reading: pre = x·w1ᵀ + b1, logits = pre·tableᵀ + b2.
-  const bool words = s.tied_output;
+  const bool words = s.tied_output && top > 0;  // top 0: the heads alone (an SVG needs no words)
   std::vector<float> table, normed, pre, logits;
   if (words) {
     table.resize(static_cast<size_t>(s.classes * s.embed));

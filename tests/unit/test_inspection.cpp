@@ -76,6 +76,9 @@ TEST(inspection, language_model_layers_are_causal_and_the_last_predicts_as_predi
     EXPECT_EQ(last[r].label, p.top[r].label);
     EXPECT_NEAR(last[r].probability, p.top[r].probability, 1e-6);
   }
+  // top = 0: the heads alone, no word read from any layer.
+  const attn::model_inspection heads_only = m.inspect(text, 0);
+  for (const auto& layer : heads_only.layers) EXPECT_TRUE(layer.predictions.empty());
   // Earlier layers read through the same output layer disagree with the last somewhere.
   EXPECT_NE(x.layers.front().predictions.back()[0].label + x.layers.front().predictions.back()[1].label,
             last[0].label + last[1].label);

@@ -1,0 +1,85 @@
+// What attn train and attn.train share before training: the task and duration names, and each
+// task's defaults where they differ from train_options{}'s (the classifier's and the seeds'
+// next-word model's), used for every option not given.
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+
+#include "attn/error.hpp"
+#include "attn/train.hpp"
+
+namespace attn {
+
+namespace {
+
+// A context model wants depth, word order (learned positions: without them attention reads a
+// bag of words and cannot tell where the gap is) and little dropout, and keeps the default
+// vectors frozen (the model file then holds only what it learned).
+constexpr int64_t masked_word_layers = 2;
+constexpr double masked_word_dropout = 0.1;
+// A language model: GPT-2's block arrangement (pre-norm, learned positions over the context),
+// four of them, light dropout (docs/LM.md has the measurements).
+constexpr int64_t lm_layers = 4;
+constexpr double lm_dropout = 0.1;
+// A word seen once is <unk>: the model then learns how often a word it does not know comes, as
+// held-out text has them (with every training word in the vocabulary, <unk> is never a target
+// and each unknown held-out word costs ~15 nats: 118 → 182 held-out perplexity on a book).
+constexpr int64_t lm_min_count = 2;
+constexpr double lm_lr = 0.003;  // 800k Wikipedia tokens: held-out perplexity 409, against 507 at 0.001
+
+}  // namespace
+
+train_options task_defaults(text_task task) {
+  train_options o;
+  o.task = task;
+  if (task == text_task::masked_word) {
+    o.finetune_embeddings = false;
+    o.positions = true;
+    o.layers = masked_word_layers;
+    o.dropout = masked_word_dropout;
+  }
+  if (task == text_task::lm) {
+    o.min_count = lm_min_count;
+    o.layers = lm_layers;
+    o.norm_first = true;
+    o.dropout = lm_dropout;
+    o.lr = lm_lr;
+  }
+  return o;
+}
+
+text_task parse_task(const std::string& name, const std::string& option) {
+  if (name == "next-word") return text_task::next_word;
+  if (name == "classify") return text_task::classify;
+  if (name == "masked-word") return text_task::masked_word;
+  if (name == "lm") return text_task::lm;
+  throw_usage(fmt::format("{} '{}': expected next-word, classify, masked-word or lm", option, name));
+}
+
+double parse_duration(const std::string& text, const std::string& option) {
+  double seconds = 0;
+  const char* at = text.data();
+  const char* end = text.data() + text.size();
+  bool any = false;
+  while (at < end) {
+    double value = 0;
+    const auto [next, ec] = std::from_chars(at, end, value);
+    if (ec != std::errc() || !(value >= 0)) break;
+    at = next;
+    double unit = 1;
+    if (at < end && (*at == 's' || *at == 'm' || *at == 'h')) {
+      unit = *at == 'h' ? 3600 : *at == 'm' ? 60 : 1;
+      ++at;
+    } else if (at != end) {
+      break;
+    }
+    seconds += value * unit;
+    any = true;
+  }
+  if (!any || at != end || !(seconds > 0) || !std::isfinite(seconds))
+    throw_usage(fmt::format("{} '{}': expected a duration such as 90s, 30m, 1h or 1h30m", option, text));
+  return seconds;
+}
+
+}  // namespace attn
