@@ -28,12 +28,21 @@ struct unknown_terms {
   std::string none_known;     // a line with none: an empty record
 };
 
+// Where a rank's warnings go instead of the terminal: attn-mpi's ranks other than 0 hand them to
+// rank 0 with their block, so that stderr has them in input order, before any error.
+using warning_collector = std::function<void(std::string)>;
+
 // The tokens of each line that the vectors (or the model) do not know. With strict the first
 // one is an input error naming the line (the data is at fault, not the command line).
 class unknown_tokens {
  public:
-  unknown_tokens(std::string source, unknown_terms terms, bool strict, progress_bar& bar)
-      : source_(std::move(source)), terms_(std::move(terms)), strict_(strict), bar_(bar) {}
+  unknown_tokens(std::string source, unknown_terms terms, bool strict, progress_bar& bar,
+                 warning_collector collect = nullptr)
+      : source_(std::move(source)),
+        terms_(std::move(terms)),
+        strict_(strict),
+        bar_(bar),
+        collect_(std::move(collect)) {}
 
   // Fills unknown; returns whether any token of the line is known (else: an empty record).
   bool any_known(const std::string& text, int64_t line,
@@ -41,10 +50,8 @@ class unknown_tokens {
                  std::vector<std::string>& unknown) {
     bool any = false;
     const std::vector<std::string> tokens = tokenize(text);
-    if (tokens.empty() && ++warned_lines_ <= max_line_warnings) {  // blank: a record all the same
-      bar_.clear();
-      warn(fmt::format("{}: line {}: blank line (an empty record)", source_, line));
-    }
+    if (tokens.empty())  // blank: a record all the same
+      note(fmt::format("{}: line {}: blank line (an empty record)", source_, line));
     for (const std::string& token : tokens) {
       if (known(token))
         any = true;
@@ -56,12 +63,18 @@ class unknown_tokens {
                   fmt::format("unknown token '{}' ({}); drop --strict to leave unknown tokens out",
                               unknown.front(), terms_.strict_reason),
                   fmt::format("line {}", line));
-    if (!unknown.empty() && ++warned_lines_ <= max_line_warnings) {
-      bar_.clear();
-      warn(fmt::format("{}: line {}: {}: {}", source_, line,
+    if (!unknown.empty())
+      note(fmt::format("{}: line {}: {}: {}", source_, line,
                        any ? terms_.left_out : terms_.none_known, fmt::join(unknown, " ")));
-    }
     return any;
+  }
+
+  // A warning about one line: collected, or printed while fewer than max_line_warnings were.
+  void note(std::string message) {
+    if (collect_) return collect_(std::move(message));
+    if (++warned_lines_ > max_line_warnings) return;
+    bar_.clear();
+    warn(message);
   }
 
   // The count of lines not named one by one.
@@ -76,6 +89,7 @@ class unknown_tokens {
   unknown_terms terms_;
   bool strict_;
   progress_bar& bar_;
+  warning_collector collect_;
   int64_t warned_lines_ = 0;
 };
 

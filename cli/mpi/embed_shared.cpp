@@ -1,7 +1,8 @@
 // attn-mpi embed --batch: the lines shared among the ranks in blocks taken in turn (block b by
 // rank b mod K), every rank reading the file itself; rank 0 writes the records in input order
 // as they come, so the output is byte for byte that of one process (src/distributed/ordered_blocks.hpp
-// has the hand-over). Each rank warns about the unknown tokens of its own lines.
+// has the hand-over). Each rank finds the unknown tokens of its own lines and hands its warnings
+// with the block: rank 0 prints them all, in input order, with one process's limit.
 #include "embed_shared.hpp"
 
 #include <fmt/format.h>
@@ -10,6 +11,8 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "attn/error.hpp"
 #include "distributed/ordered_blocks.hpp"
@@ -99,6 +102,7 @@ void write_in_order(const std::string& input, const std::string& output, const b
         ended = !make_block(*in, b, plan, unknown, [&](const std::string& r) { out->write(r); });
       } else {
         dist::block_message m = dist::take_from(owner);
+        for (std::string& w : m.warnings) unknown.note(std::move(w));
         if (m.what == dist::block_message::kind::failed) failure = m.failure;
         ended = m.what == dist::block_message::kind::end;
         if (m.what == dist::block_message::kind::records) {
@@ -133,7 +137,9 @@ void write_in_order(const std::string& input, const std::string& output, const b
 void make_for_writer(const std::string& input, const batch_plan& plan) {
   const int K = dist::ranks(), r = dist::rank();
   progress_bar quiet(0, "sentences", false);
-  unknown_tokens unknown(input, plan.terms, plan.strict, quiet);
+  std::vector<std::string> warnings;  // this block's, handed over with it
+  unknown_tokens unknown(input, plan.terms, plan.strict, quiet,
+                         [&](std::string w) { warnings.push_back(std::move(w)); });
   std::optional<line_source> in;
   for (int64_t b = r;; b += K) {
     dist::block_message m;
@@ -144,12 +150,11 @@ void make_for_writer(const std::string& input, const batch_plan& plan) {
     } catch (const std::exception& e) {
       m = failure_of(e);
     }
+    m.warnings = std::move(warnings);
+    warnings.clear();
     const dist::writer_answer a = dist::hand_over(m);
     if (a == dist::writer_answer::go_on) continue;
-    if (a == dist::writer_answer::done) {
-      unknown.finish();
-      return;
-    }
+    if (a == dist::writer_answer::done) return;  // rank 0 counts the warnings left unprinted
     // Rank 0 reports the error; this rank ends with the same exit code, silently.
     throw error(a == dist::writer_answer::failed_usage ? error_kind::usage : error_kind::input, "",
                 "stopped with rank 0");

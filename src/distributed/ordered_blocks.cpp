@@ -11,8 +11,8 @@ namespace {
 
 constexpr int block_tag = 7, answer_tag = 8;
 
-// A message as bytes: its kind, then length-prefixed strings (the records, or the error's
-// kind, file, problem and where).
+// A message as bytes: its kind, the count of its warnings, then length-prefixed strings (the
+// warnings, then the records, or the error's kind, file, problem and where).
 void put(std::string& out, const std::string& s) {
   const uint64_t n = s.size();
   out.append(reinterpret_cast<const char*>(&n), sizeof n);
@@ -30,6 +30,9 @@ std::string get(const std::string& in, size_t& at) {
 
 std::string encode(const block_message& m) {
   std::string out(1, static_cast<char>(m.what));
+  const uint64_t warnings = m.warnings.size();
+  out.append(reinterpret_cast<const char*>(&warnings), sizeof warnings);
+  for (const std::string& w : m.warnings) put(out, w);
   if (m.what == block_message::kind::records) put(out, m.bytes);
   if (m.what == block_message::kind::failed) {
     put(out, m.failure->kind() == error_kind::usage ? "u" : "i");
@@ -44,6 +47,10 @@ block_message decode(const std::string& in) {
   block_message m;
   m.what = static_cast<block_message::kind>(in.at(0));
   size_t at = 1;
+  uint64_t warnings = 0;
+  in.copy(reinterpret_cast<char*>(&warnings), sizeof warnings, at);
+  at += sizeof warnings;
+  for (uint64_t i = 0; i < warnings; ++i) m.warnings.push_back(get(in, at));
   if (m.what == block_message::kind::records) m.bytes = get(in, at);
   if (m.what == block_message::kind::failed) {
     const error_kind k = get(in, at) == "u" ? error_kind::usage : error_kind::input;

@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "attn/error.hpp"
 
@@ -17,6 +18,7 @@ struct block_message {
   enum class kind { records, end, failed } what = kind::records;
   std::string bytes;             // records: the block's records, in order
   std::optional<error> failure;  // failed: the error, as rank 0 will report it
+  std::vector<std::string> warnings;  // the block's warnings, printed by rank 0 in input order
 };
 
 // Rank 0's answer to a block: go on with the next one, or stop (and how the run ended).

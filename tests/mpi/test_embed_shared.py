@@ -40,6 +40,9 @@ def test_shared_batch_equals_one_process_byte_for_byte(tmp_path, ranks, lines, f
     a, b = (tmp_path / "one").read_bytes(), (tmp_path / "shared").read_bytes()
     assert a == b, f"{ranks} ranks, {lines} lines, {fmt}: first difference at byte " \
                    f"{next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))}"
+    # The warnings too: rank 0 prints every rank's, in input order, with one process's limit
+    # (161 lines have more than 10 to name, and the count of the rest).
+    assert shared.err == one.err
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
@@ -75,6 +78,7 @@ def test_strict_error_is_the_one_process_error_and_no_output(tmp_path, ranks):
         assert len(errors) == 1 and r.err.splitlines()[-1] == errors[0], r.err
         return errors[0]
     assert error_line(shared) == error_line(one)
+    assert shared.err == one.err  # the warnings before it too, in input order
     assert "line 41" in error_line(shared)
     assert not [p for p in os.listdir(tmp_path) if p.startswith("shared")]
 
