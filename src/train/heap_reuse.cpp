@@ -1,0 +1,20 @@
+#include "train/heap_reuse.hpp"
+
+#include <cstdlib>  // defines __GLIBC__ where glibc is the C library
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace attn::train {
+
+void keep_freed_memory_for_reuse() {
+#if defined(__GLIBC__)
+  // Setting either turns off glibc's dynamic threshold, which follows the largest block freed
+  // and trims the heap top past twice that. 32 MiB is the most glibc accepts (64-bit).
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+}
+
+}  // namespace attn::train
