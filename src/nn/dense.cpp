@@ -12,7 +12,7 @@ namespace attn::nn {
 
 template <>
 void gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
-                 const float* b, float beta, float* c) {
+                 const float* b, float beta, float* c, const float* bias) {
   kernels::gemm_args g;
   g.trans_a = trans_a, g.trans_b = trans_b;
   g.m = m, g.n = n, g.k = k;
@@ -20,13 +20,14 @@ void gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
   g.b = b, g.ldb = trans_b ? k : n;
   g.beta = beta;
   g.c = c, g.ldc = n;
+  g.bias = bias;
   const serial_when_small serial(m * n * k);
   kernels::gemm(g);  // k = 0 gives C·beta, as the layers expect
 }
 
 template <>
 void gemm<double>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a,
-                  const double* b, double beta, double* c) {
+                  const double* b, double beta, double* c, const double* bias) {
   const auto at = [&](int64_t i, int64_t p) { return trans_a ? a[p * m + i] : a[i * k + p]; };
   for (int64_t i = 0; i < m; ++i) {
     double* row = c + i * n;
@@ -45,6 +46,8 @@ void gemm<double>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, c
         for (int64_t j = 0; j < n; ++j) row[j] += x * brow[j];
       }
     }
+    if (bias != nullptr)
+      for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
   }
 }
 

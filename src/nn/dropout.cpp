@@ -1,6 +1,8 @@
 // Dropout masks from a counter-based hash (see dropout.hpp).
 #include "nn/dropout.hpp"
 
+#include "nn/parallel_elements.hpp"
+
 namespace attn::nn {
 
 namespace {
@@ -20,6 +22,7 @@ template <class T>
 void dropout_mask(uint64_t seed, double p, T* mask, int64_t n) {
   const T keep = static_cast<T>(1.0 / (1.0 - p));
   const uint64_t base = mix(seed);
+#pragma omp parallel for schedule(static) if (worth_threads_elementwise(n))
   for (int64_t i = 0; i < n; ++i) {
     const double u = static_cast<double>(mix(base ^ static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
     mask[i] = u < p ? T(0) : keep;
@@ -28,6 +31,7 @@ void dropout_mask(uint64_t seed, double p, T* mask, int64_t n) {
 
 template <class T>
 void dropout_apply(const T* mask, T* x, int64_t n) {
+#pragma omp parallel for schedule(static) if (worth_threads_elementwise(n))
   for (int64_t i = 0; i < n; ++i) x[i] *= mask[i];
 }
 

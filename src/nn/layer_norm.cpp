@@ -1,7 +1,11 @@
 // Layer normalisation and its backward pass (see layer_norm.hpp).
 #include "nn/layer_norm.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
+
+#include "nn/parallel_elements.hpp"
 
 namespace attn::nn {
 
@@ -12,6 +16,7 @@ constexpr double eps = 1e-5;  // nn.LayerNorm's default
 template <class T>
 void layer_norm_forward(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd,
                         int64_t n, int64_t e) {
+#pragma omp parallel for schedule(static) if (worth_threads_elementwise(n * e))
   for (int64_t r = 0; r < n; ++r) {
     const T* row = x + r * e;
     // Mean and variance in double: a row of E floats, summed once.
@@ -33,27 +38,43 @@ void layer_norm_forward(const T* x, const T* gamma, const T* beta, T* y, T* mean
 template <class T>
 void layer_norm_backward(const T* dy, const T* x, const T* gamma, const T* mean, const T* rstd,
                          T* dx, T* dgamma, T* dbeta, int64_t n, int64_t e) {
-  for (int64_t r = 0; r < n; ++r) {
-    const T* row = x + r * e;
-    const T* g = dy + r * e;
-    // With x̂ = (x − μ)·rstd and dx̂ = dy·γ: dx = rstd·(dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂)).
-    double sum_dxhat = 0, sum_dxhat_xhat = 0;
-    for (int64_t j = 0; j < e; ++j) {
-      const double xhat = (static_cast<double>(row[j]) - mean[r]) * rstd[r];
-      const double dxhat = static_cast<double>(g[j]) * gamma[j];
-      sum_dxhat += dxhat;
-      sum_dxhat_xhat += dxhat * xhat;
-      dgamma[j] += static_cast<T>(g[j] * xhat);  // y = x̂·γ + β
-      dbeta[j] += g[j];
-    }
-    const double inv_e = 1.0 / static_cast<double>(e);
-    for (int64_t j = 0; j < e; ++j) {
-      const double xhat = (static_cast<double>(row[j]) - mean[r]) * rstd[r];
-      const double dxhat = static_cast<double>(g[j]) * gamma[j];
-      dx[r * e + j] += static_cast<T>(
-          rstd[r] * (dxhat - sum_dxhat * inv_e - xhat * sum_dxhat_xhat * inv_e));
+  // dγ and dβ sum over the rows: each run of chunk_rows rows sums its own (in double), and the
+  // runs are added in order, so the threads share the rows and the bits do not depend on how many
+  // there are.
+  constexpr int64_t chunk_rows = 256;
+  const int64_t chunks = (n + chunk_rows - 1) / chunk_rows;
+  std::vector<double> partial(static_cast<size_t>(chunks * 2 * e), 0.0);  // [chunk][dγ | dβ][e]
+#pragma omp parallel for schedule(static) if (worth_threads_elementwise(n * e))
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    double* pg = partial.data() + chunk * 2 * e;
+    double* pb = pg + e;
+    for (int64_t r = chunk * chunk_rows; r < std::min(n, (chunk + 1) * chunk_rows); ++r) {
+      const T* row = x + r * e;
+      const T* g = dy + r * e;
+      // With x̂ = (x − μ)·rstd and dx̂ = dy·γ: dx = rstd·(dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂)).
+      double sum_dxhat = 0, sum_dxhat_xhat = 0;
+      for (int64_t j = 0; j < e; ++j) {
+        const double xhat = (static_cast<double>(row[j]) - mean[r]) * rstd[r];
+        const double dxhat = static_cast<double>(g[j]) * gamma[j];
+        sum_dxhat += dxhat;
+        sum_dxhat_xhat += dxhat * xhat;
+        pg[j] += static_cast<double>(g[j]) * xhat;  // y = x̂·γ + β
+        pb[j] += static_cast<double>(g[j]);
+      }
+      const double inv_e = 1.0 / static_cast<double>(e);
+      for (int64_t j = 0; j < e; ++j) {
+        const double xhat = (static_cast<double>(row[j]) - mean[r]) * rstd[r];
+        const double dxhat = static_cast<double>(g[j]) * gamma[j];
+        dx[r * e + j] += static_cast<T>(
+            rstd[r] * (dxhat - sum_dxhat * inv_e - xhat * sum_dxhat_xhat * inv_e));
+      }
     }
   }
+  for (int64_t chunk = 0; chunk < chunks; ++chunk)
+    for (int64_t j = 0; j < e; ++j) {
+      dgamma[j] += static_cast<T>(partial[static_cast<size_t>(chunk * 2 * e + j)]);
+      dbeta[j] += static_cast<T>(partial[static_cast<size_t>(chunk * 2 * e + e + j)]);
+    }
 }
 
 #define ATTN_INSTANTIATE(T)                                                                  \

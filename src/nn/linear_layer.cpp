@@ -4,14 +4,13 @@
 #include <algorithm>
 
 #include "nn/dense.hpp"
+#include "nn/parallel_elements.hpp"
 
 namespace attn::nn {
 
 template <class T>
 void linear_forward(const T* x, const T* w, const T* b, T* y, int64_t n, int64_t in, int64_t out) {
-  if (b != nullptr)
-    for (int64_t r = 0; r < n; ++r) std::copy(b, b + out, y + r * out);
-  gemm<T>(false, true, n, out, in, x, w, b != nullptr ? T(1) : T(0), y);  // y = x·wᵀ (+ b)
+  gemm<T>(false, true, n, out, in, x, w, T(0), y, b);  // y = x·wᵀ (+ b)
 }
 
 template <class T>
@@ -33,11 +32,13 @@ void linear_backward(const T* dy, const T* x, const T* w, T* dx, T* dw, T* db, i
 
 template <class T>
 void relu_forward(const T* x, T* y, int64_t n) {
+#pragma omp parallel for schedule(static) if (worth_threads_elementwise(n))
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
 }
 
 template <class T>
 void relu_backward(const T* dy, const T* x, T* dx, int64_t n) {
+#pragma omp parallel for schedule(static) if (worth_threads_elementwise(n))
   for (int64_t i = 0; i < n; ++i)
     if (x[i] > T(0)) dx[i] += dy[i];
 }

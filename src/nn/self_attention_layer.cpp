@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "nn/linear_layer.hpp"
+#include "nn/parallel_elements.hpp"
 
 namespace attn::nn {
 
@@ -15,6 +16,7 @@ namespace {
 template <class T>
 void split_heads(const T* in, T* out, const self_attention_shape& s) {
   const int64_t d = s.width / s.heads;
+#pragma omp parallel for schedule(static) if (worth_threads_elementwise(s.batch * s.length * s.width))
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t t = 0; t < s.length; ++t)
       for (int64_t h = 0; h < s.heads; ++h)
@@ -25,6 +27,7 @@ void split_heads(const T* in, T* out, const self_attention_shape& s) {
 template <class T>
 void merge_heads(const T* in, T* out, const self_attention_shape& s) {
   const int64_t d = s.width / s.heads;
+#pragma omp parallel for schedule(static) if (worth_threads_elementwise(s.batch * s.length * s.width))
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.heads; ++h)
       for (int64_t t = 0; t < s.length; ++t)
