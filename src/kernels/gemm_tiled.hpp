@@ -36,6 +36,8 @@ class gemm_tiled {
   }
   static constexpr int64_t NC = 2048;  // a multiple of NR; kc·NC of B (4 MiB at most) per thread
   static_assert(NC % NR == 0);
+  // Rows of a transposed A packed together: MC·kc floats (256 KiB at most) beside B's block.
+  static constexpr int64_t MC = 128 / MR * MR;
 
   gemm_tiled(const gemm_args& g, int threads, const b_panels& packed = {})
       : g_(g), threads_(std::max(1, threads)), packed_(packed) {}
@@ -78,8 +80,12 @@ class gemm_tiled {
   void block(int64_t i_begin, int64_t i_end, int64_t j_begin, int64_t j_end) const {
     const bool packed = packed_.data != nullptr;
     const int64_t kb = block_k(g_.k);
+    // A stored [k, m] (a weight gradient dyᵀ·x, the tied table's dlogitsᵀ·hidden) is packed MC
+    // rows at a time: each of A's kc rows is then read as one run of MC floats rather than 8 at
+    // a time, 8 panels apart — with A's rows a vocabulary apart (16 KiB), every such read missed.
+    const int64_t mc = g_.trans_a ? MC : MR;
     float* const b_scratch = packed ? nullptr : scratch(0, static_cast<size_t>(kb * NC));
-    float* const a_panel = scratch(1, static_cast<size_t>(MR * kb));
+    float* const a_block = scratch(1, static_cast<size_t>(mc * kb));
     for (int64_t jc = j_begin; jc < j_end; jc += NC) {
       const int64_t nc = std::min(NC, j_end - jc);
       for (int64_t pc = 0; pc < g_.k; pc += kb) {
@@ -90,13 +96,19 @@ class gemm_tiled {
         else
           for (int64_t j = jc; j < jc + nc; j += NR)
             pack_b(pc, kc, j, std::min(j_end, jc + nc), b_scratch + (j - jc) * kc);
-        for (int64_t i0 = i_begin; i0 < i_end; i0 += MR) {
-          const int rows = static_cast<int>(std::min<int64_t>(MR, i_end - i0));
-          pack_a(i0, i_end, pc, kc, a_panel);
-          for (int64_t j = jc; j < jc + nc; j += NR) {
-            const int cols = static_cast<int>(std::min<int64_t>(NR, jc + nc - j));
-            micro_kernel(kc, a_panel, b_block + (j - jc) * kc, i0, j, rows, cols,
-                         pc == 0 ? g_.beta : 1.0f, pc == 0 && g_.bias != nullptr ? g_.bias + j : nullptr);
+        for (int64_t ic = i_begin; ic < i_end; ic += mc) {
+          const int64_t ic_end = std::min(i_end, ic + mc);
+          if (g_.trans_a) pack_a_transposed(ic, ic_end, pc, kc, a_block);
+          for (int64_t i0 = ic; i0 < ic_end; i0 += MR) {
+            const int rows = static_cast<int>(std::min<int64_t>(MR, i_end - i0));
+            const float* a_panel = a_block + (i0 - ic) * kc;
+            if (!g_.trans_a) pack_a(i0, i_end, pc, kc, a_block);
+            for (int64_t j = jc; j < jc + nc; j += NR) {
+              const int cols = static_cast<int>(std::min<int64_t>(NR, jc + nc - j));
+              micro_kernel(kc, a_panel, b_block + (j - jc) * kc, i0, j, rows, cols,
+                           pc == 0 ? g_.beta : 1.0f,
+                           pc == 0 && g_.bias != nullptr ? g_.bias + j : nullptr);
+            }
           }
         }
       }
@@ -105,7 +117,7 @@ class gemm_tiled {
 
   // Packing buffers, kept per thread from call to call (small products are common: a fresh
   // half-megabyte allocation each time cost more than the arithmetic). Slot 0: the block of B,
-  // slot 1: the panel of A.
+  // slot 1: the panel of A (transposed A: its block of MC rows).
   static float* scratch(int slot, size_t n) {
     struct free_aligned {
       void operator()(float* p) const { ::operator delete[](p, std::align_val_t(64)); }
@@ -140,11 +152,11 @@ class gemm_tiled {
     }
   }
 
-  // op(A)[i0 .. i0+MR, pc .. pc+kc) → dst[kk·MR + r], zeros from row i_end on.
+  // A [m, k]: op(A)[i0 .. i0+MR, pc .. pc+kc) → dst[kk·MR + r], zeros from row i_end on.
   void pack_a(int64_t i0, int64_t i_end, int64_t pc, int64_t kc, float* dst) const {
     const int rows = static_cast<int>(std::min<int64_t>(MR, i_end - i0));
     if constexpr (MR == 8) {
-      if (!g_.trans_a && rows == MR) {  // whole panels of 8 rows: 8 × 8 tiles transposed
+      if (rows == MR) {  // whole panels of 8 rows: 8 × 8 tiles transposed
         const float* src[8];
         for (int r = 0; r < 8; ++r) src[r] = g_.a + (i0 + r) * g_.lda + pc;
         int64_t kk = 0;
@@ -154,18 +166,24 @@ class gemm_tiled {
         return;
       }
     }
-    if (!g_.trans_a) {  // A [m, k]
-      for (int r = 0; r < MR; ++r) {
-        const float* src = g_.a + (i0 + r) * g_.lda + pc;
-        for (int64_t kk = 0; kk < kc; ++kk) dst[kk * MR + r] = r < rows ? src[kk] : 0.0f;
-      }
-    } else {  // A stored [k, m]
-      for (int64_t kk = 0; kk < kc; ++kk) {
-        const float* src = g_.a + (pc + kk) * g_.lda + i0;
-        float* d = dst + kk * MR;
-        for (int r = 0; r < rows; ++r) d[r] = src[r];
-        for (int r = rows; r < MR; ++r) d[r] = 0.0f;
-      }
+    for (int r = 0; r < MR; ++r) {  // A [m, k]
+      const float* src = g_.a + (i0 + r) * g_.lda + pc;
+      for (int64_t kk = 0; kk < kc; ++kk) dst[kk * MR + r] = r < rows ? src[kk] : 0.0f;
+    }
+  }
+
+  // A stored [k, m]: op(A)[i_begin .. i_end, pc .. pc+kc) → panels of MR rows one after another,
+  // each laid out as pack_a's (dst[panel·MR·kc + kk·MR + r]), zeros past i_end. Row kk of A is
+  // read once, left to right.
+  void pack_a_transposed(int64_t i_begin, int64_t i_end, int64_t pc, int64_t kc, float* dst) const {
+    const int64_t rows = i_end - i_begin, whole = rows / MR * MR;
+    for (int64_t kk = 0; kk < kc; ++kk) {
+      const float* src = g_.a + (pc + kk) * g_.lda + i_begin;
+      float* d = dst + kk * MR;
+      for (int64_t p = 0; p < whole; p += MR)
+        for (int r = 0; r < MR; ++r) d[p * kc + r] = src[p + r];
+      if (whole < rows)
+        for (int r = 0; r < MR; ++r) d[whole * kc + r] = whole + r < rows ? src[whole + r] : 0.0f;
     }
   }
 

@@ -103,6 +103,19 @@ TEST(gemm, every_transpose_and_odd_sizes_against_long_double) {
               for (int threads : {1, 2}) check({ta, tb, m, n, k, 1.0f, 0.0f}, kernel, threads, rng, name);
 }
 
+TEST(gemm, transposed_a_across_its_blocks_of_rows) {
+  // A stored [k, m] is packed up to 128 rows at a time: several such blocks per thread, the last
+  // one short, with a short panel at its end (263 = 2·128 + 7), and a block of panels alone (129).
+  const auto kernels = kernels_here();
+  if (kernels.empty()) GTEST_SKIP() << "no AVX2 on this CPU: gemm runs the reference";
+  std::mt19937 rng(12);
+  for (const auto& [name, kernel] : kernels)
+    for (bool tb : {false, true})
+      for (int64_t m : {129, 263, 520})
+        for (int64_t k : {7, 513})
+          for (int threads : {1, 2}) check({true, tb, m, 33, k, 1.0f, 0.5f}, kernel, threads, rng, name);
+}
+
 TEST(gemm, alpha_and_beta) {
   const auto kernels = kernels_here();
   if (kernels.empty()) GTEST_SKIP() << "no AVX2 on this CPU";
