@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/exp_nonpositive.hpp"
 
@@ -48,6 +49,12 @@ ATTN_CLONES void softmax_gradient_row(const float* __restrict z, float lse, int6
   d[target] -= scale;
 }
 
+// to[j] += from[j]
+ATTN_CLONES void add_row(const float* __restrict from, float* __restrict to, int64_t c) {
+#pragma omp simd
+  for (int64_t j = 0; j < c; ++j) to[j] += from[j];
+}
+
 }  // namespace
 
 double cross_entropy_forward(const double* logits, const int64_t* targets, double* probabilities,
@@ -83,7 +90,7 @@ float cross_entropy_forward(const float* logits, const int64_t* targets, float* 
 }
 
 void cross_entropy_backward(const double* logits, const int64_t* targets, double* dlogits, int64_t r,
-                            int64_t c, double dloss, const double* row_lse) {
+                            int64_t c, double dloss, const double* row_lse, double* column_sums) {
   const double scale = r > 0 ? dloss / static_cast<double>(r) : 0.0;
   for (int64_t i = 0; i < r; ++i) {
     const double* z = logits + i * c;
@@ -91,17 +98,29 @@ void cross_entropy_backward(const double* logits, const int64_t* targets, double
     for (int64_t j = 0; j < c; ++j)  // d(lse − z[t])/dz = softmax(z) − onehot(t)
       dlogits[i * c + j] = (std::exp(z[j] - lse) - (j == targets[i] ? 1.0 : 0.0)) * scale;
   }
+  for (int64_t i = 0; i < r && column_sums != nullptr; ++i)
+    for (int64_t j = 0; j < c; ++j) column_sums[j] += dlogits[i * c + j];
 }
 
 void cross_entropy_backward(const float* logits, const int64_t* targets, float* dlogits, int64_t r,
-                            int64_t c, float dloss, const float* row_lse) {
+                            int64_t c, float dloss, const float* row_lse, float* column_sums) {
   const float scale = r > 0 ? dloss / static_cast<float>(r) : 0.0f;
-#pragma omp parallel for if (worth_threads(r, c))
-  for (int64_t i = 0; i < r; ++i) {
-    const float* z = logits + i * c;
-    const float lse = row_lse != nullptr ? row_lse[i] : row_log_sum_exp(z, c);
-    softmax_gradient_row(z, lse, targets[i], scale, dlogits + i * c, c);
+  // The rows in (at most) 32 runs, shared among the threads: each run sums its columns on its own,
+  // and the runs are added in order, so the sums do not depend on the thread count.
+  const int64_t chunk_rows = std::max<int64_t>(1, (r + 31) / 32);
+  const int64_t chunks = (r + chunk_rows - 1) / chunk_rows;
+  std::vector<float> partial(column_sums != nullptr ? static_cast<size_t>(chunks * c) : 0, 0.0f);
+#pragma omp parallel for schedule(static) if (worth_threads(r, c))
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    for (int64_t i = chunk * chunk_rows; i < std::min(r, (chunk + 1) * chunk_rows); ++i) {
+      const float* z = logits + i * c;
+      const float lse = row_lse != nullptr ? row_lse[i] : row_log_sum_exp(z, c);
+      softmax_gradient_row(z, lse, targets[i], scale, dlogits + i * c, c);
+      if (column_sums != nullptr) add_row(dlogits + i * c, partial.data() + chunk * c, c);
+    }
   }
+  for (int64_t chunk = 0; chunk < chunks && column_sums != nullptr; ++chunk)
+    add_row(partial.data() + chunk * c, column_sums, c);
 }
 
 }  // namespace attn::nn

@@ -14,10 +14,14 @@ double cross_entropy_forward(const double* logits, const int64_t* targets, doubl
 float cross_entropy_forward(const float* logits, const int64_t* targets, float* probabilities,
                             int64_t r, int64_t c, float* row_lse = nullptr);
 // dlogits [R, C] = (softmax(logits) − onehot(target)) / R, times dloss (row_lse: the forward's,
-// or null to compute it)
+// or null to compute it). column_sums [C], when given, has Σ over rows of dlogits added to it:
+// the output bias's gradient, taken while each row is still in cache rather than in a pass of
+// its own over R × C floats.
 void cross_entropy_backward(const double* logits, const int64_t* targets, double* dlogits, int64_t r,
-                            int64_t c, double dloss = 1.0, const double* row_lse = nullptr);
+                            int64_t c, double dloss = 1.0, const double* row_lse = nullptr,
+                            double* column_sums = nullptr);
 void cross_entropy_backward(const float* logits, const int64_t* targets, float* dlogits, int64_t r,
-                            int64_t c, float dloss = 1.0f, const float* row_lse = nullptr);
+                            int64_t c, float dloss = 1.0f, const float* row_lse = nullptr,
+                            float* column_sums = nullptr);
 
 }  // namespace attn::nn

@@ -335,8 +335,10 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
   // loss = cross_entropy(logits, targets)
   std::vector<T>& dlogits = c.dlogits;  // every entry written below
   dlogits.resize(c.logits.size());
+  // (b2's gradient, Σ dlogits over rows, is summed there, while each row is in cache)
   cross_entropy_backward(c.logits.data(), b.targets.data(), dlogits.data(), rows, s.classes, T(1),
-                         c.row_lse.size() == static_cast<size_t>(rows) ? c.row_lse.data() : nullptr);
+                         c.row_lse.size() == static_cast<size_t>(rows) ? c.row_lse.data() : nullptr,
+                         b2.grad.data());
   std::vector<T> dhidden(c.hidden.size(), T(0)), dpre;
   std::vector<int64_t> table_rows, new_rows;  // embedding rows given a gradient
   if (s.tied_output) {
@@ -345,7 +347,8 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
     std::vector<T>& dtable = c.dtable;
     dtable.assign(rows_train ? c.output_table.size() : 0, T(0));
     linear_backward(dlogits.data(), c.hidden.data(), c.output_table.data(), dhidden.data(),
-                    rows_train ? dtable.data() : nullptr, b2.grad.data(), rows, s.hidden, s.classes);
+                    rows_train ? dtable.data() : nullptr, static_cast<T*>(nullptr), rows, s.hidden,
+                    s.classes);
     if (rows_train) {
       embedding_backward(output_rows_.data(), dtable.data(),
                          embedding.trainable ? embedding.grad.data() : nullptr, s.vocabulary,
@@ -359,7 +362,7 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
   } else {
     // logits = hidden·W2ᵀ + b2
     linear_backward(dlogits.data(), c.hidden.data(), w2.value.data(), dhidden.data(),
-                    w2.grad.data(), b2.grad.data(), rows, s.hidden, s.classes);
+                    w2.grad.data(), static_cast<T*>(nullptr), rows, s.hidden, s.classes);
     // hidden = relu(pre)
     dpre.assign(c.pre.size(), T(0));
     relu_backward(dhidden.data(), c.pre.data(), dpre.data(), rows * s.hidden);

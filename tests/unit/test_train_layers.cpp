@@ -4,6 +4,8 @@
 // biases).
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <random>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "nn/attention_core.hpp"
 #include "nn/cross_entropy.hpp"
 #include "nn/embedding.hpp"
+#include "nn/layer_norm.hpp"
 #include "nn/linear_layer.hpp"
 #include "nn/mean_pool.hpp"
 #include "nn/self_attention_layer.hpp"
@@ -148,6 +151,80 @@ TEST(train_layers, float_cross_entropy_matches_the_double_specification) {
       ASSERT_EQ(d[k], d_again[k]) << k;  // the forward's lse is the one backward computes
     }
   }
+}
+
+// Layer norm in float against the double version, on row counts across its runs of 256 rows (the
+// threads share them), with the same bits on one thread or two.
+TEST(train_layers, float_layer_norm_matches_double_on_any_thread_count) {
+  std::mt19937 rng(13);
+  for (const int64_t n : {1, 7, 257, 600})
+    for (const int64_t e : {7, 100}) {
+      const vec x = random_values(n * e, rng, 3.0), gamma = random_values(e, rng),
+                beta = random_values(e, rng), dy = random_values(n * e, rng);
+      vec y(x.size()), mean(static_cast<size_t>(n)), rstd(mean.size()), dx(x.size(), 0.25),
+          dgamma(static_cast<size_t>(e), 0.25), dbeta(dgamma);
+      attn::nn::layer_norm_forward(x.data(), gamma.data(), beta.data(), y.data(), mean.data(),
+                                   rstd.data(), n, e);
+      attn::nn::layer_norm_backward(dy.data(), x.data(), gamma.data(), mean.data(), rstd.data(),
+                                    dx.data(), dgamma.data(), dbeta.data(), n, e);
+      const auto to_float = [](const vec& v) { return std::vector<float>(v.begin(), v.end()); };
+      std::vector<std::vector<float>> runs;  // y, dx, dγ, dβ of each thread count, one after another
+      for (int threads : {1, 2}) {
+        const int before = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        const std::vector<float> xf = to_float(x), gf = to_float(gamma), bf = to_float(beta),
+                                 dyf = to_float(dy);
+        std::vector<float> yf(xf.size()), mf(static_cast<size_t>(n)), rf(mf.size()),
+            dxf(xf.size(), 0.25f), dgf(static_cast<size_t>(e), 0.25f), dbf(dgf);
+        attn::nn::layer_norm_forward(xf.data(), gf.data(), bf.data(), yf.data(), mf.data(), rf.data(),
+                                     n, e);
+        attn::nn::layer_norm_backward(dyf.data(), xf.data(), gf.data(), mf.data(), rf.data(),
+                                      dxf.data(), dgf.data(), dbf.data(), n, e);
+        omp_set_num_threads(before);
+        runs.insert(runs.end(), {yf, dxf, dgf, dbf});
+      }
+      for (size_t k = 0; k < 4; ++k) EXPECT_EQ(runs[k], runs[k + 4]) << n << " × " << e << " " << k;
+      const vec* want[4] = {&y, &dx, &dgamma, &dbeta};
+      for (size_t k = 0; k < 4; ++k)
+        for (size_t i = 0; i < want[k]->size(); ++i) {
+          const double w = (*want[k])[i];
+          ASSERT_NEAR(runs[k][i], w, 1e-5 * (1.0 + std::abs(w)) * (k >= 2 ? std::sqrt(double(n)) : 1.0))
+              << n << " × " << e << " output " << k << " at " << i;
+        }
+    }
+}
+
+// The output bias's gradient summed inside the backward (in runs of rows shared by the threads):
+// the column sums of dlogits, added to what was there, the same bits on one thread or two.
+TEST(train_layers, cross_entropy_backward_column_sums) {
+  std::mt19937 rng(12);
+  for (const int64_t rows : {1, 7, 33, 65, 129, 300})
+    for (const int64_t classes : {1, 7, 300}) {
+      const vec logits = random_values(rows * classes, rng, 4.0);
+      std::uniform_int_distribution<int64_t> pick(0, classes - 1);
+      std::vector<int64_t> targets(static_cast<size_t>(rows));
+      for (int64_t& t : targets) t = pick(rng);
+      vec dref(logits.size()), sums_ref(static_cast<size_t>(classes), 0.5);
+      attn::nn::cross_entropy_backward(logits.data(), targets.data(), dref.data(), rows, classes, 1.0,
+                                       nullptr, sums_ref.data());
+      std::vector<float> f(logits.begin(), logits.end()), d(f.size());
+      std::vector<std::vector<float>> sums;
+      for (int threads : {1, 2}) {
+        const int before = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        sums.emplace_back(static_cast<size_t>(classes), 0.5f);
+        attn::nn::cross_entropy_backward(f.data(), targets.data(), d.data(), rows, classes, 1.0f,
+                                         nullptr, sums.back().data());
+        omp_set_num_threads(before);
+      }
+      EXPECT_EQ(sums[0], sums[1]) << rows << " × " << classes;
+      for (int64_t j = 0; j < classes; ++j) {
+        double by_hand = 0.5;  // Σ_i dlogits[i, j], from the double backward's rows
+        for (int64_t i = 0; i < rows; ++i) by_hand += dref[static_cast<size_t>(i * classes + j)];
+        ASSERT_NEAR(sums_ref[static_cast<size_t>(j)], by_hand, 1e-12) << j;
+        ASSERT_NEAR(sums[0][static_cast<size_t>(j)], by_hand, 1e-6) << rows << " × " << classes << " " << j;
+      }
+    }
 }
 
 // The double attention core, the specification the model's gradient checks rest on.
