@@ -2,6 +2,7 @@
 #include "nn/linear_layer.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "nn/dense.hpp"
 #include "nn/parallel_elements.hpp"
@@ -19,15 +20,18 @@ void linear_backward(const T* dy, const T* x, const T* w, T* dx, T* dw, T* db, i
   if (dx != nullptr) gemm<T>(false, false, n, in, out, dy, w, T(1), dx);  // y = x·wᵀ → dx = dy·w
   if (dw != nullptr) gemm<T>(true, false, out, in, n, dy, x, T(1), dw);  // → dw = dyᵀ·x
   if (db == nullptr) return;  // y = … + b → db = Σ dy
-  // The threads take blocks of outputs (a language model's 16k words × 4k rows is 67M adds);
-  // each output sums its rows in order, as one thread would.
-  constexpr int64_t block = 512;
-#pragma omp parallel for schedule(static) if (n * out >= (int64_t{1} << 22))
-  for (int64_t o0 = 0; o0 < out; o0 += block) {
-    const int64_t o1 = std::min(out, o0 + block);
-    for (int64_t r = 0; r < n; ++r)
-      for (int64_t o = o0; o < o1; ++o) db[o] += dy[r * out + o];
+  // The rows in up to 32 runs shared by the threads, each run summed on its own and the runs
+  // added in order: the same bits on any thread count.
+  const int64_t run = std::max<int64_t>(1, (n + 31) / 32), runs = (n + run - 1) / run;
+  std::vector<T> partial(static_cast<size_t>(runs * out), T(0));
+#pragma omp parallel for schedule(static) if (worth_threads_elementwise(n * out))
+  for (int64_t k = 0; k < runs; ++k) {
+    T* sums = partial.data() + k * out;
+    for (int64_t r = k * run; r < std::min(n, (k + 1) * run); ++r)
+      for (int64_t o = 0; o < out; ++o) sums[o] += dy[r * out + o];
   }
+  for (int64_t k = 0; k < runs; ++k)
+    for (int64_t o = 0; o < out; ++o) db[o] += partial[static_cast<size_t>(k * out + o)];
 }
 
 template <class T>

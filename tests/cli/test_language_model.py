@@ -107,6 +107,24 @@ def test_an_xz_corpus_gives_the_plain_files_model(corpus, model, tmp_path):
     assert tensors(out) == tensors(model[0])
 
 
+def test_the_model_is_the_same_on_one_thread_or_two(tmp_path):
+    # A shape whose products, cross-entropy, layer norms and bias gradients all cross their
+    # thresholds for sharing the work (1,024 rows a step, 300 words): the threads split rows and
+    # columns, but every sum keeps its order, so the bytes do not depend on the thread count.
+    r = random.Random(5)
+    words = [f"w{i}" for i in range(300)]
+    data = tmp_path / "words.txt"
+    data.write_text("".join(" ".join(r.choice(words) for _ in range(40)) + "\n" for _ in range(400)))
+    outs = []
+    for threads in ["1", "2"]:
+        out = tmp_path / f"t{threads}.safetensors"
+        res = run_attn("train", "--task", "lm", "--data", data, "-o", out, "--layers", "2", "--context", "64",
+                       "--batch", "16", "--max-tokens", "4096", "--seed", "3", "--threads", threads)
+        assert res.code == 0, res.err
+        outs.append(tensors(out))
+    assert outs[0] == outs[1]
+
+
 def test_max_tokens_bounds_the_run(corpus, tmp_path):
     out = tmp_path / "budget.safetensors"
     r = run_attn("train", "--task", "lm", "--data", corpus, "-o", out, "--layers", "1", "--context", "16",
