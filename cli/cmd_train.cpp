@@ -123,9 +123,6 @@ void run(const train_args& args, const train_hooks& hooks) {
   o.max_tokens = args.max_tokens;
   o.time_limit = args.time_limit;
   o.eval_steps = args.eval_steps;
-  if (!lm && args.max_tokens > 0) throw_usage("--max-tokens is for --task lm");
-  if (!streamed && (args.time_limit > 0 || args.eval_steps > 0))
-    throw_usage("--time and --eval-steps are for --task masked-word and lm");
   o.window = args.window;
   o.shards = args.shards > 0 ? args.shards : processes;
   if (o.shards % processes != 0)
@@ -145,8 +142,7 @@ void run(const train_args& args, const train_hooks& hooks) {
   o.checkpoint_steps = args.checkpoint_steps;
   o.resume = args.resume;
   o.stop_after_steps = args.stop_after_steps;
-  if (!streamed && (args.resume || args.stop_after_steps > 0))
-    throw_usage("--resume and --stop-after-steps are for --task masked-word and lm");
+  check_task_options(o, option_spelling::cli);
   if (!streamed) o.checkpoint.clear();
   if (args.resume && !std::filesystem::exists(o.checkpoint))
     throw_input(o.checkpoint, "no checkpoint to resume from");

@@ -131,10 +131,8 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
     if (it == setters().end()) throw_usage(fmt::format("unknown option '{}' (attn.train takes train_options's names)", name));
     it->second(o, name, value);
   }
-  const bool lm = task == text_task::lm, streamed = lm || task == text_task::masked_word;
-  if (!lm && o.max_tokens > 0) throw_usage("max_tokens is for task='lm'");
-  if (!streamed && (o.time_limit > 0 || o.eval_steps > 0)) throw_usage("time and eval_steps are for task='masked-word' and 'lm'");
-  if (!streamed && o.resume) throw_usage("resume is for task='masked-word' and 'lm'");
+  const bool streamed = task == text_task::lm || task == text_task::masked_word;
+  check_task_options(o, option_spelling::python);
   // Checkpoints, as the CLI keeps them: beside the output unless named; none without either.
   if (streamed && o.checkpoint.empty() && output) o.checkpoint = output->string() + ".checkpoint";
   if (!streamed) o.checkpoint.clear();

@@ -170,6 +170,13 @@ train_options task_defaults(text_task task);
 text_task parse_task(const std::string& name, const std::string& option = "task");
 double parse_duration(const std::string& text, const std::string& option = "time");
 
+// The options only some tasks take (max_tokens: lm; time, eval_steps, resume, stop_after_steps:
+// masked-word and lm), refused for the others with a usage error that names them as the caller
+// spells them: the CLI's flags ("--max-tokens is for --task lm") or attn.train's keywords
+// ("max_tokens is for task='lm'").
+enum class option_spelling { cli, python };
+void check_task_options(const train_options& options, option_spelling spelling);
+
 train_result train_text_model(const train_options& options, const train_callbacks& callbacks = {});
 
 // Whether the file at `path` is a training checkpoint (it begins with the format's magic line).

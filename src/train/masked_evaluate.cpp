@@ -24,11 +24,16 @@ evaluation evaluate_masked_words(const text_model::impl& m, const std::string& p
   score_tally tally;
   evaluation e;
   int64_t word = 0, last_line = -1;
+  // Groups of up to batch_sequences, fewer when their logits would pass max_scoring_logits (as
+  // the trainer's held-out scoring groups them: 64 sequences of a 30k-word model can pass it).
+  const auto classes = static_cast<size_t>(m.net.shape().classes);
+  size_t rows = 0;
   const auto flush = [&] {
     std::vector<const masked_sequence*> batch;
     for (const masked_sequence& s : group) batch.push_back(&s);
     if (!batch.empty()) tally.add(m.net, make_masked_batch(batch));
     group.clear();
+    rows = 0;
   };
   while (reader.next(tokens)) {
     if (reader.position().offset != last_line) ++e.lines;  // sequences of one line share its offset
@@ -51,8 +56,10 @@ evaluation evaluate_masked_words(const text_model::impl& m, const std::string& p
       s.targets.push_back(target);
     }
     if (s.positions.empty() || s.ids.size() < 2) continue;  // a lone token has no context
+    const size_t more = s.positions.size();
+    if (group.size() == batch_sequences || (rows + more) * classes > max_scoring_logits) flush();
+    rows += more;
     group.push_back(std::move(s));
-    if (group.size() == batch_sequences) flush();
   }
   flush();
   if (e.n == 0) throw_input(path, "no word to hide (the file has no word the model knows)");

@@ -82,4 +82,17 @@ double parse_duration(const std::string& text, const std::string& option) {
   return seconds;
 }
 
+void check_task_options(const train_options& o, option_spelling spelling) {
+  const bool cli = spelling == option_spelling::cli;
+  const auto named = [&](const char* flag, const char* keyword) { return cli ? flag : keyword; };
+  const char* streamed_tasks = named("--task masked-word and lm", "task='masked-word' and 'lm'");
+  const bool lm = o.task == text_task::lm, streamed = lm || o.task == text_task::masked_word;
+  if (!lm && o.max_tokens > 0)
+    throw_usage(fmt::format("{} is for {}", named("--max-tokens", "max_tokens"), named("--task lm", "task='lm'")));
+  if (!streamed && (o.time_limit > 0 || o.eval_steps > 0))
+    throw_usage(fmt::format("{} are for {}", named("--time and --eval-steps", "time and eval_steps"), streamed_tasks));
+  if (!streamed && (o.resume || o.stop_after_steps > 0))  // (attn.train has no stop_after_steps)
+    throw_usage(fmt::format("{} for {}", named("--resume and --stop-after-steps are", "resume is"), streamed_tasks));
+}
+
 }  // namespace attn
