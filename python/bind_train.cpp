@@ -131,7 +131,7 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
     if (it == setters().end()) throw_usage(fmt::format("unknown option '{}' (attn.train takes train_options's names)", name));
     it->second(o, name, value);
   }
-  const bool streamed = task == text_task::lm || task == text_task::masked_word;
+  const bool lm = task == text_task::lm, streamed = lm || task == text_task::masked_word;
   check_task_options(o, option_spelling::python);
   // Checkpoints, as the CLI keeps them: beside the output unless named; none without either.
   if (streamed && o.checkpoint.empty() && output) o.checkpoint = output->string() + ".checkpoint";
