@@ -228,4 +228,7 @@ def test_masked_word_training_stops_at_its_time_budget(context_model, tmp_path):
     assert "--max-tokens is for --task lm" in one_error_line(r)
     r = run_attn("train", "--task", "classify", "--data", corpus, "--time", "1m", "-o", out)
     assert r.code == 1
-    assert "masked-word and lm" in one_error_line(r)
+    assert "--time and --eval-steps are for --task masked-word and lm" in one_error_line(r)
+    r = run_attn("train", "--task", "classify", "--data", corpus, "--stop-after-steps", "3", "-o", out)
+    assert r.code == 1
+    assert "--resume and --stop-after-steps are for --task masked-word and lm" in one_error_line(r)
