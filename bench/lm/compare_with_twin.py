@@ -72,13 +72,20 @@ class Xoshiro:  # rng.cpp: xoshiro256** seeded by splitmix64
             items[i - 1], items[j] = items[j], items[i - 1]
 
 
-def attn_order(count, batch, steps, seed=0):
-    """The windows of each of attn's steps: one chunk (a small text), shuffled per epoch."""
+def attn_batches(stream, t, batch, steps, eos, seed=0):
+    """The windows of each of attn's steps on one chunk (a small text): each epoch the stream starts
+    at a paragraph drawn for the epoch (wrapping around), then its windows are shuffled by the
+    epoch's generator (corpus_trainer.cpp)."""
+    import torch_lm
+    starts = torch_lm.paragraph_starts(stream, eos)
     order, epoch = [], 1
     while len(order) < steps:
-        ids = list(range(count))
-        Xoshiro(splitmix_mix(splitmix_mix(seed, epoch), 0)).shuffle(ids)
-        order += [ids[b:b + batch] for b in range(0, count, batch)]
+        chunk = splitmix_mix(splitmix_mix(seed, epoch), 0)
+        first = int(starts[Xoshiro(splitmix_mix(chunk, 1)).below(len(starts))])
+        ws = torch_lm.windows(torch_lm.starting_at(stream, first), t)
+        ids = list(range(len(ws)))
+        Xoshiro(chunk).shuffle(ids)
+        order += [[ws[k] for k in ids[b:b + batch]] for b in range(0, len(ids), batch)]
         epoch += 1
     return order[:steps]
 
@@ -122,11 +129,11 @@ def main():
             lines = [line for i, line in enumerate(lines) if not (i % 20 == 0 and i // 20 < 2000)]
             with open(tokens, "w") as f:
                 f.write("".join(line + "\n" for line in lines))
-        windows = torch_lm.windows(torch_lm.read_stream(tokens, index), config["max_positions"])
+        stream = torch_lm.read_stream(tokens, index)
         decay = [q for n, q in model.named_parameters() if q.dim() == 2 and "embedding" not in n and n != "position"]
         rest = [q for n, q in model.named_parameters() if not (q.dim() == 2 and "embedding" not in n and n != "position")]
         opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": rest, "weight_decay": 0.0}], lr=0.003)
-        order = attn_order(len(windows), a.batch, a.steps, a.seed)
+        batches = attn_batches(stream, config["max_positions"], a.batch, a.steps, index["<eos>"], a.seed)
         warmup = max(1, round(0.05 * a.steps))
         for step in range(a.steps):  # attn's learning_rate(): linear warm-up, cosine to 0
             if step < warmup:
@@ -137,7 +144,7 @@ def main():
             for g in opt.param_groups:
                 g["lr"] = lr
             opt.zero_grad()
-            group = [windows[k] for k in order[step]]
+            group = batches[step]
             rows = sum(len(w) - 1 for w in group)
             for w in group:
                 (F.cross_entropy(model(w[:-1].unsqueeze(0))[0], w[1:], reduction="sum") / rows).backward()

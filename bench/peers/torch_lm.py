@@ -7,7 +7,8 @@ Network (attn's defaults, read from an attn lm model file's config and vocabular
 L × nn.TransformerEncoderLayer(norm_first=True, ReLU, no dropout inside, as attn's blocks) under a
 causal mask → final LayerNorm → dropout → Linear(E, E) (attn's output transform) → logits against
 the embedding rows themselves (tied) + a bias. Training: windows of T tokens cut from the stream
-<eos> + each paragraph's tokens + <eos>, shuffled, batches of B, AdamW (decay 0.01 on matrices
+<eos> + each paragraph's tokens + <eos> (each epoch the stream starts at a paragraph drawn for it,
+wrapping around, as attn's does), shuffled, batches of B, AdamW (decay 0.01 on matrices
 only), linear warm-up over 5% then cosine decay over the wall-clock budget (as attn --time), gradient
 clipping at 1. Evaluation: non-overlapping windows of T over the held-out stream, as attn eval.
 
@@ -101,6 +102,17 @@ def read_stream(path, index):
     return torch.tensor(ids)
 
 
+def paragraph_starts(stream, eos):
+    """Where each paragraph of a stream (<eos> + paragraphs, each ending with <eos>) begins."""
+    return (stream[:-1] == eos).nonzero().flatten() + 1
+
+
+def starting_at(stream, start):
+    """The stream with its paragraphs from the one at `start` on first, then those before it (as
+    attn cuts each epoch: the windows fall elsewhere, and every paragraph still follows an <eos>)."""
+    return torch.cat([stream[:1], stream[start:], stream[1:start]])
+
+
 def windows(stream, t):
     return [stream[b:b + t + 1] for b in range(0, len(stream) - 1, t)]
 
@@ -149,12 +161,13 @@ def train(a):
     decay = [p for n, p in model.named_parameters() if p.dim() == 2 and "embedding" not in n and n != "position"]
     rest = [p for n, p in model.named_parameters() if not (p.dim() == 2 and "embedding" not in n and n != "position")]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": rest, "weight_decay": 0.0}], lr=a.lr)
-    ws = windows(train_stream, t)
+    starts = paragraph_starts(train_stream, index["<eos>"])
     rng = random.Random(a.seed)
     start = time.perf_counter()
     tokens = steps = 0
     done = False
-    while not done:
+    while not done:  # an epoch: the stream from a paragraph drawn for it, its windows shuffled
+        ws = windows(starting_at(train_stream, int(starts[rng.randrange(len(starts))])), t)
         rng.shuffle(ws)
         for i in range(0, len(ws), a.batch):
             share = (time.perf_counter() - start) / a.seconds if not a.steps else steps / a.steps

@@ -5,14 +5,14 @@
 //   masked-word: sentences, words hidden (masking.hpp), bidirectional attention predicting
 //     them; the vocabulary is the word vectors' rows, learned rows for frequent words they lack
 //     and the mask token's row.
-//   lm: paragraphs as one stream cut into windows (lm_stream.hpp), causal attention, every
-//     position predicting the next token; the vocabulary is the most frequent words plus the
+//   lm: paragraphs as one stream cut into windows (lm_stream.hpp; each epoch the chunk's
+//     stream starts at another paragraph), causal attention, every position predicting the next token; the vocabulary is the most frequent words plus the
 //     unknown and end tokens, rows starting from the word vectors where a word has one.
 // Both score against the output words' own embedding rows (the network's tied output).
 // Memory stays flat in the corpus size.
 //
-// Every random draw derives from the seed and the place in the run (the chunk's shuffle from
-// its epoch and index, a step's masks and dropout from the step's number), and the optimiser's
+// Every random draw derives from the seed and the place in the run (the chunk's first paragraph
+// and shuffle from its epoch and index, a step's masks and dropout from the step's number), and the optimiser's
 // state is saved whole, so a run resumed from a checkpoint takes exactly the steps of one that
 // never stopped and writes the same model file.
 #include "train/corpus_trainer.hpp"
@@ -678,11 +678,22 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
         chunk.push_back(encode(tokens, model->inputs, model->outputs, unused));
       }
       if (read == 0) break;
+      rng shuffle(mix(mix(o.seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(p.chunk)));
+      // lm: each epoch cuts the chunk's stream at other places. The stream starts at a paragraph
+      // drawn for the epoch and wraps around to the ones before it, so every window still
+      // starts its paragraphs after an end token, the count of windows does not change, and a
+      // book read fifty times is not cut into the same windows fifty times (nanoGPT draws its
+      // windows anywhere in the text).
+      // (Drawn from a generator of its own, so that the shuffle's draws are those of a stream
+      // that starts at its first paragraph.)
+      if (lm) {
+        rng cut(mix(mix(mix(o.seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(p.chunk)), 1));
+        std::rotate(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(cut.below(text.size())), text.end());
+      }
       std::vector<masked_sequence> windows = lm ? lm_windows(text, model->inputs, o.context, nullptr)
                                                 : std::vector<masked_sequence>{};
       text.clear();
       const corpus_position next_chunk = reader.position();
-      rng shuffle(mix(mix(o.seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(p.chunk)));
       if (lm) shuffle.shuffle(windows);
       else shuffle.shuffle(chunk);
       const size_t items = lm ? windows.size() : chunk.size();
