@@ -70,8 +70,8 @@ bool make_block(line_source& in, int64_t b, const batch_plan& plan, unknown_toke
 
 dist::block_message failure_of(const std::exception& e) {
   if (const auto* attn_error = dynamic_cast<const error*>(&e))
-    return {dist::block_message::kind::failed, "", *attn_error};
-  return {dist::block_message::kind::failed, "", error(error_kind::input, "", e.what())};
+    return {dist::block_message::kind::failed, "", *attn_error, {}};
+  return {dist::block_message::kind::failed, "", error(error_kind::input, "", e.what()), {}};
 }
 
 dist::writer_answer outcome_of(const std::optional<error>& failure) {

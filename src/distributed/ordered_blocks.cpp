@@ -67,7 +67,7 @@ writer_answer hand_over(const block_message& message) {
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
     // Told to rank 0 like any other failure: throwing here would leave it waiting.
     block_message too_big{block_message::kind::failed, "",
-                          error(error_kind::input, "", "a block of records over 2 GiB")};
+                          error(error_kind::input, "", "a block of records over 2 GiB"), {}};
     bytes = encode(too_big);
   }
   MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_CHAR, 0, block_tag, MPI_COMM_WORLD);
