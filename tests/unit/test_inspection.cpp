@@ -55,7 +55,9 @@ void check_model(const attn::text_model& m, const std::string& text, bool causal
         }
     }
     EXPECT_EQ(worst_library, 0.0) << "layer " << layer;
-    EXPECT_LT(worst_arithmetic, 2e-6) << "layer " << layer;
+    // float32 scores of size ~20 carry a few 1e-6 of rounding into the weights; a wrong formula
+    // (scale, mask, a head's rows) is off by far more.
+    EXPECT_LT(worst_arithmetic, 1e-5) << "layer " << layer;
     ASSERT_EQ(static_cast<int64_t>(y.predictions.size()), l);
     for (const auto& top : y.predictions) {
       ASSERT_EQ(top.size(), 5u);
