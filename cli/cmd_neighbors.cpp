@@ -2,8 +2,8 @@
 // vector in a text, side by side, and how far the word moved toward each word of the text.
 // With --model, a trained model's vectors take the static ones' place: each input word run
 // alone through the model, against the word's contextual vector in the text. A masked-word
-// model (the built-in one) instead reads the word's place in the word vectors' own space, so it
-// stands in one table beside the static vector and the parameter-free attention.
+// model (the built-in one) instead stands in one table beside the static vector and the
+// parameter-free attention, with the words its output layer reads at the word's place.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -171,9 +171,10 @@ void run_model(const neighbors_args& args) {
   write_output("-", out);
 }
 
-// A masked-word model over the default vectors: three columns in the word vectors' space —
-// the static vector, the parameter-free attention's contextual vector, and the model's reading
-// of the word's place (what its context says belongs there, mapped to the vectors it scores).
+// A masked-word model over the default vectors: three columns — the static vector's nearest
+// words, the parameter-free attention's, and the words the model's output layer reads at the
+// word's place (BERT's masked-LM head; hidden: what its context says belongs there). The
+// movement table compares the model's reading mapped into the vectors' space by its output map.
 void run_context_model(const neighbors_args& args, const text_model& model) {
   if (model.config().embeddings != embedding_source::default_vectors)
     throw_usage(fmt::format("the model {} does not read the default vectors", args.model_path));
@@ -199,23 +200,35 @@ void run_context_model(const neighbors_args& args, const text_model& model) {
   const std::span<const float> reading = row(readings.values(), model_at - e.tokens.begin());
   const std::string name = args.model_path == "builtin" ? "builtin" : "model";
 
+  // The model's column: the words its output layer reads at the place (its fill), the word
+  // itself left out as in the other columns; probabilities over all its output words.
+  const int64_t at = model_at - e.tokens.begin();
+  std::vector<scored_label> fill =
+      model.read_as_words(text, args.top + 1, how)[static_cast<size_t>(at)];
+  std::erase_if(fill, [&](const scored_label& x) { return x.label == word; });
+  if (static_cast<int64_t>(fill.size()) > args.top) fill.resize(static_cast<size_t>(args.top));
+
   std::string out = fmt::format("\"{}\" in: {}\n", word, fmt::join(e.tokens, " "));
   if (!e.unknown.empty()) out += fmt::format("left out (not known to the model): {}\n", fmt::join(e.unknown, " "));
-  out += fmt::format("static: the word's GloVe vector; attention: the parameter-free attention "
-                     "(scale 1/√d); {}: {} ({} layers) reading {}, mapped to the vectors' space by "
-                     "its output map; cosine similarity\n\n",
+  out += fmt::format("static, attention: nearest GloVe words by cosine to the word's GloVe vector and to "
+                     "the parameter-free attention's output (scale 1/√d); {}: {} ({} layers) reading {}: "
+                     "its likeliest words there (probability)\n\n",
                      name, args.model_path, model.config().layers,
                      args.hide_token ? "the word's place with the word hidden" : "the word in its text");
-  const std::vector<std::pair<std::string, std::span<const float>>> columns{
-      {"static", stat}, {"attention", context}, {name, reading}};
-  std::vector<std::vector<neighbor>> lists;
-  for (const auto& [title, v] : columns) lists.push_back(nearest_others(vocab, v, args.top, self));
-  for (const auto& [title, v] : columns)
+  std::vector<std::vector<std::pair<std::string, double>>> lists;
+  for (const std::span<const float> v : {stat, context}) {
+    auto& list = lists.emplace_back();
+    for (const neighbor& n : nearest_others(vocab, v, args.top, self))
+      list.emplace_back(vocab.word(n.index), n.similarity);
+  }
+  auto& filled = lists.emplace_back();
+  for (const scored_label& x : fill) filled.emplace_back(x.label, x.probability);
+  for (const std::string title : {"static", "attention", name.c_str()})
     out += fmt::format("  {:<30}", fmt::format("{} \"{}\"", title, word));
   out += "\n";
   for (size_t i = 0; i < static_cast<size_t>(args.top); ++i) {
     for (const auto& list : lists)
-      out += i < list.size() ? fmt::format("  {:>3}  {:<16} {:.4f}  ", i + 1, vocab.word(list[i].index), list[i].similarity)
+      out += i < list.size() ? fmt::format("  {:>3}  {:<16} {:.4f}  ", i + 1, list[i].first, list[i].second)
                              : fmt::format("  {:<30}", "");
     out += "\n";
   }
@@ -268,7 +281,8 @@ void add_neighbors_command(CLI::App& app) {
   CLI::Option* model = reads(sub->add_option(
       "--model", args->model_path,
       "A model trained by attn train: W's contextual vector from the model against every input "
-      "word of the model run alone through it"));
+      "word of the model run alone through it; a masked-word model (builtin): the words its "
+      "output layer reads at W's place, beside the static vector and the parameter-free attention"));
   sub->add_option("--top", args->top, "How many neighbours (default 10)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));
   sub->add_option("--word", args->word, "The word to follow")->required();

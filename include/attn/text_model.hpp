@@ -206,6 +206,13 @@ class text_model {
   // scores against): [L, embed_dim], comparable with the static vectors by cosine. Other
   // models: a usage error.
   tensor embed_as_words(std::string_view text, token_reading reading = token_reading::visible) const;
+  // A masked-word model's k likeliest output words at each token's place, as its output layer
+  // reads the rows embed(text, reading) gives: visible, what the model takes the word there to
+  // be in its context (BERT's masked-LM head on an unmasked token); hidden, what the context says
+  // belongs there. [L] lists, best first, probabilities over all the output words. Other
+  // models: a usage error.
+  std::vector<std::vector<scored_label>> read_as_words(std::string_view text, int64_t k,
+                                                       token_reading reading = token_reading::visible) const;
   // Every input word run alone through the model (a one-token text, at position 0): row i is
   // embed(word i).embeddings, [input_vocabulary(), E], for nearest-neighbour search among
   // contextual vectors. Words in input order; the source is "<values>".

@@ -1,6 +1,7 @@
 // attn::text_model::inspect: one forward over the text, and from its cache every layer's
 // per-head q, k, v, the weights they make, and each layer's output read through the model's
-// output layer (the "logit lens": watch the answer form layer by layer).
+// output layer (the "logit lens": watch the answer form layer by layer). read_as_words: the
+// last layer's reading of each place through the output layer (a masked-word model's fill).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -48,7 +49,39 @@ std::vector<std::vector<scored_label>> top_words(const std::vector<float>& logit
   return out;
 }
 
+// The tied output's table: each output word's row as the model reads it, [classes, embed].
+std::vector<float> output_table(const text_model::impl& m) {
+  const nn::network_shape& s = m.net.shape();
+  std::vector<float> table(static_cast<size_t>(s.classes * s.embed));
+  nn::embedding_forward(m.net.output_rows().data(), m.net.embedding.value.data(), s.vocabulary,
+                        m.net.new_words.value.data(), table.data(), s.classes, s.embed);
+  return table;
+}
+
+// logits [L, classes] of rows y [L, E] that have passed the last block (and a pre-norm model's
+// final layer norm): pre = y·w1ᵀ + b1, logits = pre·tableᵀ + b2.
+std::vector<float> output_logits(const text_model::impl& m, const std::vector<float>& table, const float* y,
+                                 int64_t l) {
+  const nn::network_shape& s = m.net.shape();
+  std::vector<float> pre(static_cast<size_t>(l * s.hidden)), logits(static_cast<size_t>(l * s.classes));
+  nn::linear_forward(y, m.net.w1.value.data(), m.net.b1.value.data(), pre.data(), l, m.config.dim, s.hidden);
+  nn::linear_forward(pre.data(), table.data(), m.net.b2.value.data(), logits.data(), l, s.hidden, s.classes);
+  return logits;
+}
+
 }  // namespace
+
+std::vector<std::vector<scored_label>> text_model::read_as_words(std::string_view text, int64_t k,
+                                                                 token_reading reading) const {
+  const impl& m = *impl_;
+  if (m.config.task != text_task::masked_word)
+    throw_usage(fmt::format("only a masked-word model reads a word's place as output words (this one is {})",
+                            task_name(m.config.task)));
+  const contextual_embedding e = embed(text, reading);
+  const int64_t l = e.embeddings.shape()[0];
+  const std::vector<float> y(e.embeddings.values().begin(), e.embeddings.values().end());
+  return top_words(output_logits(m, output_table(m), y.data(), l), l, m.net.shape().classes, m.outputs, k);
+}
 
 model_inspection text_model::inspect(std::string_view text, int64_t top) const {
   const impl& m = *impl_;
@@ -71,12 +104,8 @@ model_inspection text_model::inspect(std::string_view text, int64_t top) const {
 
   // The output layer, shared by every layer's reading: pre = x·w1ᵀ + b1, logits = pre·tableᵀ + b2.
   const bool words = s.tied_output && top > 0;  // top 0: the heads alone (an SVG needs no words)
-  std::vector<float> table, normed, pre, logits;
-  if (words) {
-    table.resize(static_cast<size_t>(s.classes * s.embed));
-    nn::embedding_forward(m.net.output_rows().data(), m.net.embedding.value.data(), s.vocabulary,
-                          m.net.new_words.value.data(), table.data(), s.classes, s.embed);
-  }
+  const std::vector<float> table = words ? output_table(m) : std::vector<float>{};
+  std::vector<float> normed;
   for (int64_t i = 0; i < layers; ++i) {
     const auto& a = m.config.layers == 0 ? cache.attention : cache.blocks[static_cast<size_t>(i)].attention;
     layer_inspection x;
@@ -100,12 +129,7 @@ model_inspection text_model::inspect(std::string_view text, int64_t top) const {
                                normed.data(), mean.data(), rstd.data(), l, e);
         y = normed.data();
       }
-      pre.resize(static_cast<size_t>(l * s.hidden));
-      nn::linear_forward(y, m.net.w1.value.data(), m.net.b1.value.data(), pre.data(), l, e, s.hidden);
-      logits.resize(static_cast<size_t>(l * s.classes));
-      nn::linear_forward(pre.data(), table.data(), m.net.b2.value.data(), logits.data(), l, s.hidden,
-                         s.classes);
-      x.predictions = top_words(logits, l, s.classes, m.outputs, top);
+      x.predictions = top_words(output_logits(m, table, y, l), l, s.classes, m.outputs, top);
     }
     out.layers.push_back(std::move(x));
   }

@@ -174,6 +174,22 @@ def test_neighbors_with_the_builtin_model_puts_three_readings_side_by_side():
     assert r.code == 0, r.err
     assert 'static "bank"' in r.out and 'attention "bank"' in r.out and 'builtin "bank"' in r.out
     assert "moved toward" in r.out and "river" in r.out
+    # The model's column is its fill at the word's place: hidden, what predict says of a [MASK]
+    # there (the word itself left out, as the other columns leave it out).
+    r = run_attn("neighbors", "--model", "builtin", "--word", "bank", "--top", "4", "--hide-token",
+                 "he sat on the bank of the river")
+    assert r.code == 0, r.err
+    rows = [l.split() for l in r.out.splitlines() if l.strip()[:1].isdigit() and len(l.split()) == 9]
+    column = [(row[7], row[8]) for row in rows]
+    p = run_attn("predict", "--model", "builtin", "--top", "5", "he sat on the [MASK] of the river")
+    assert p.code == 0, p.err
+    predicted = [tuple(l.split()) for l in p.out.splitlines()[1:]]
+    assert column == [x for x in predicted if x[0] != "bank"][:4]
+    # With the word present the model reads other words there than with it hidden.
+    v = run_attn("neighbors", "--model", "builtin", "--word", "bank", "--top", "4",
+                 "he sat on the bank of the river")
+    assert [l.split()[7] for l in v.out.splitlines() if l.strip()[:1].isdigit() and len(l.split()) == 9] \
+        != [w for w, _ in column]
     r = run_attn("neighbors", "--model", "builtin", "--word", "shore", "he sat on the bank")
     assert r.code == 1
     assert "not a token of the text" in one_error_line(r)
