@@ -201,18 +201,20 @@ void run_context_model(const neighbors_args& args, const text_model& model) {
   const std::string name = args.model_path == "builtin" ? "builtin" : "model";
 
   // The model's column: the words its output layer reads at the place (its fill), the word
-  // itself left out as in the other columns; probabilities over all its output words.
+  // itself left out as in the other columns, and punctuation too (a sentence's last word is
+  // often read as the full stop that ends most training sentences); probabilities over all its
+  // output words. The list is read deep enough to fill the column with words.
   const int64_t at = model_at - e.tokens.begin();
   std::vector<scored_label> fill =
-      model.read_as_words(text, args.top + 1, how)[static_cast<size_t>(at)];
-  std::erase_if(fill, [&](const scored_label& x) { return x.label == word; });
+      model.read_as_words(text, args.top + 1 + 64, how)[static_cast<size_t>(at)];
+  std::erase_if(fill, [&](const scored_label& x) { return x.label == word || !is_word_token(x.label); });
   if (static_cast<int64_t>(fill.size()) > args.top) fill.resize(static_cast<size_t>(args.top));
 
   std::string out = fmt::format("\"{}\" in: {}\n", word, fmt::join(e.tokens, " "));
   if (!e.unknown.empty()) out += fmt::format("left out (not known to the model): {}\n", fmt::join(e.unknown, " "));
   out += fmt::format("static, attention: nearest GloVe words by cosine to the word's GloVe vector and to "
                      "the parameter-free attention's output (scale 1/√d); {}: {} ({} layers) reading {}: "
-                     "its likeliest words there (probability)\n\n",
+                     "its likeliest words there (probability; punctuation left out)\n\n",
                      name, args.model_path, model.config().layers,
                      args.hide_token ? "the word's place with the word hidden" : "the word in its text");
   std::vector<std::vector<std::pair<std::string, double>>> lists;

@@ -12,4 +12,8 @@ namespace attn {
 
 std::vector<std::string> tokenize(std::string_view text);
 
+// Whether a token holds a letter or a digit (a word, a number, a clitic such as "n't"), as
+// opposed to punctuation and symbols (".", "--", "…", "£").
+bool is_word_token(std::string_view token);
+
 }  // namespace attn

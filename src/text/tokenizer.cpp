@@ -202,4 +202,16 @@ std::vector<std::string> tokenize(std::string_view text) {
   return scanner(normalise(text::lowercase(text))).run();
 }
 
+bool is_word_token(std::string_view token) {
+  for (size_t i = 0; i < token.size();) {
+    if (const size_t symbol = symbol_length(token, i); symbol > 0) {
+      i += symbol;  // a symbol's bytes are not letters, though they are past ASCII
+      continue;
+    }
+    if (is_word_at(token, i)) return true;
+    ++i;
+  }
+  return false;
+}
+
 }  // namespace attn

@@ -410,9 +410,12 @@ void score_tally::add(const nn::network<float>& net, const nn::batch& b) {
     const float* z = cache.logits.data() + r * classes;
     const int64_t target = b.targets[static_cast<size_t>(r)];
     // The target's rank: the classes scored above it, ties before it counted as above (as
-    // the argmax picks the first of equal scores).
+    // the argmax picks the first of equal scores). Two plain loops, which the compiler
+    // vectorises (one loop with the tie rule inside took 13% of a language model's training).
+    const float zt = z[target];
     int64_t above = 0;
-    for (int64_t c = 0; c < classes; ++c) above += (z[c] > z[target] || (z[c] == z[target] && c < target)) ? 1 : 0;
+    for (int64_t c = 0; c < target; ++c) above += z[c] >= zt ? 1 : 0;
+    for (int64_t c = target + 1; c < classes; ++c) above += z[c] > zt ? 1 : 0;
     right += above == 0 ? 1 : 0;
     top5 += above < 5 ? 1 : 0;
   }

@@ -83,3 +83,10 @@ TEST(tokenizer, numbers) {
 }
 
 }  // namespace
+
+TEST(tokenizer, word_tokens_hold_a_letter_or_digit) {
+  for (const char* w : {"bank", "n't", "'s", "3.14", "well-known", "caf\u00E9", "\u00E9", "u.s.", "1"})
+    EXPECT_TRUE(attn::is_word_token(w)) << w;
+  for (const char* p : {".", ",", "\"", "'", "--", "...", "(", "$", "\u2026", "\u2014", "\u00A3", "\u00AB", ""})
+    EXPECT_FALSE(attn::is_word_token(p)) << p;
+}
