@@ -45,6 +45,21 @@ void run_gemm(const gemm_args& g, const packed_b* packed, int64_t first_column) 
 
 void gemm(const gemm_args& g) { run_gemm(g, nullptr, 0); }
 
+void gemm_bf16(const gemm_args& g) {
+  if (g.m <= 0 || g.n <= 0) return;
+  if (g.k <= 0) return run_gemm(g, nullptr, 0);  // no operand to round: C = beta · C (+ bias)
+  const int64_t work = g.m * g.n * g.k;
+  const int threads = omp_in_parallel() || work < (int64_t{1} << 18) ? 1 : omp_get_max_threads();
+  switch (selected_bf16_path()) {
+#if defined(__x86_64__) || defined(__i386__)
+    case bf16_path::avx512_bf16: return gemm_bf16_avx512(g, threads);
+    case bf16_path::emulated_avx512: return gemm_bf16_avx512_emulated(g, threads);
+    case bf16_path::emulated_avx2: return gemm_bf16_avx2(g, threads);
+#endif
+    default: return ref::gemm_bf16(g);
+  }
+}
+
 void gemm(const gemm_args& g, const packed_b& b, int64_t first_column) { run_gemm(g, &b, first_column); }
 
 void gemm_xwt(const float* x, int64_t rows, int64_t in, const float* w, int64_t out,

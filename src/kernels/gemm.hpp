@@ -39,6 +39,13 @@ struct gemm_args {
 // On the OpenMP threads (one, when called inside a parallel region or for a small product).
 void gemm(const gemm_args& g);
 
+// The same product with its operands in bf16, as PyTorch's autocast runs a matmul: each element
+// of op(A) and op(B) rounded to bf16 (to nearest, ties to even; attn::float_to_bf16), the
+// products summed in float32 (vdpbf16ps pairs, or their float32 emulation where the CPU lacks
+// the instruction), C kept in float32. Twice the float32 kernel's multiply-adds per instruction
+// on a CPU with AVX-512 BF16; the bits depend on the instruction set, never on the threads.
+void gemm_bf16(const gemm_args& g);
+
 // A wider matrix packed whole by a kernel's pack_b_* (see gemm_packed_b.hpp), of which a product
 // uses the n columns from first_column on (a multiple of the kernel's panel width).
 struct b_panels {
@@ -59,6 +66,11 @@ void pack_b_avx2(const gemm_args& g, float* panels);
 int64_t avx512_panel_width(int64_t n);
 int64_t avx2_panel_width(int64_t n);
 
+// gemm_bf16's kernels (gemm_bf16 picks by kernels::selected_bf16_path()).
+void gemm_bf16_avx512(const gemm_args& g, int threads);
+void gemm_bf16_avx512_emulated(const gemm_args& g, int threads);
+void gemm_bf16_avx2(const gemm_args& g, int threads);
+
 // y[rows, out] = x[rows, in] · w[out, in]ᵀ (+ bias[out] when given); all dense: a linear layer.
 void gemm_xwt(const float* x, int64_t rows, int64_t in, const float* w, int64_t out,
               const float* bias, float* y);
@@ -66,6 +78,8 @@ void gemm_xwt(const float* x, int64_t rows, int64_t in, const float* w, int64_t 
 namespace ref {
 // The specification: three loops, float64 accumulation.
 void gemm(const gemm_args& g);
+// gemm_bf16's: the same loops over the operands rounded to bf16 (float64 sums of exact products).
+void gemm_bf16(const gemm_args& g);
 }  // namespace ref
 
 }  // namespace attn::kernels

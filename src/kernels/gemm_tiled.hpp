@@ -19,6 +19,61 @@
 
 namespace attn::kernels {
 
+// Packing buffers, kept per thread from call to call (small products are common: a fresh
+// half-megabyte allocation each time cost more than the arithmetic). Per instruction set V, so
+// that no code compiled for one set is shared with another's translation unit.
+template <class V, class T>
+T* packing_scratch(int slot, size_t n) {
+  struct free_aligned {
+    void operator()(T* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  thread_local std::unique_ptr<T[], free_aligned> buffers[2];
+  thread_local size_t sizes[2] = {0, 0};
+  if (sizes[slot] < n) {
+    buffers[slot].reset(static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t(64))));
+    sizes[slot] = n;
+  }
+  return buffers[slot].get();
+}
+
+// A micro-kernel's MR × 2W sums lo | hi into C[i0 .. i0+rows, j0 .. j0+cols): alpha · sums +
+// beta · C (beta 0: C is not read), + bias[0 .. cols) when given.
+template <class V>
+[[gnu::always_inline]] inline void store_tile(const gemm_args& g, const typename V::vec* lo,
+                                              const typename V::vec* hi, int64_t i0, int64_t j0, int rows,
+                                              int cols, float beta, const float* bias) {
+  using vec = typename V::vec;
+  constexpr int W = V::W, NR = 2 * W;
+  const vec alpha = V::set1(g.alpha), vbeta = V::set1(beta);
+  const int n0 = std::min(cols, W), n1 = std::max(cols - W, 0);
+  vec bias0 = V::zero(), bias1 = V::zero();
+  if (bias != nullptr) {
+    bias0 = cols == NR ? V::load(bias) : V::load_first(bias, n0);
+    bias1 = cols == NR ? V::load(bias + W) : V::load_first(bias + W, n1);
+  }
+  for (int r = 0; r < rows; ++r) {
+    float* row = g.c_at(i0 + r, j0);
+    vec y0 = V::mul(lo[r], alpha), y1 = V::mul(hi[r], alpha);
+    if (cols == NR) {
+      if (beta != 0.0f) {
+        y0 = V::fmadd(V::load(row), vbeta, y0);
+        y1 = V::fmadd(V::load(row + W), vbeta, y1);
+      }
+      if (bias != nullptr) y0 = V::add(y0, bias0), y1 = V::add(y1, bias1);
+      V::store(row, y0);
+      V::store(row + W, y1);
+    } else {
+      if (beta != 0.0f) {
+        y0 = V::fmadd(V::load_first(row, n0), vbeta, y0);
+        if (n1 > 0) y1 = V::fmadd(V::load_first(row + W, n1), vbeta, y1);
+      }
+      if (bias != nullptr) y0 = V::add(y0, bias0), y1 = V::add(y1, bias1);
+      V::store_first(row, y0, n0);
+      if (n1 > 0) V::store_first(row + W, y1, n1);
+    }
+  }
+}
+
 template <class V, int MR>
 class gemm_tiled {
  public:
@@ -115,21 +170,9 @@ class gemm_tiled {
     }
   }
 
-  // Packing buffers, kept per thread from call to call (small products are common: a fresh
-  // half-megabyte allocation each time cost more than the arithmetic). Slot 0: the block of B,
-  // slot 1: the panel of A (transposed A: its block of MC rows).
-  static float* scratch(int slot, size_t n) {
-    struct free_aligned {
-      void operator()(float* p) const { ::operator delete[](p, std::align_val_t(64)); }
-    };
-    thread_local std::unique_ptr<float[], free_aligned> buffers[2];
-    thread_local size_t sizes[2] = {0, 0};
-    if (sizes[slot] < n) {
-      buffers[slot].reset(static_cast<float*>(::operator new[](n * sizeof(float), std::align_val_t(64))));
-      sizes[slot] = n;
-    }
-    return buffers[slot].get();
-  }
+  // Packing buffers (slot 0: the block of B, slot 1: the panel of A or, transposed, its block of
+  // MC rows).
+  static float* scratch(int slot, size_t n) { return packing_scratch<V, float>(slot, n); }
 
   // op(B)[pc .. pc+kc, j0 .. j0+NR) → dst[kk·NR + c], zeros from column j_end on.
   void pack_b(int64_t pc, int64_t kc, int64_t j0, int64_t j_end, float* dst) const {
@@ -227,34 +270,7 @@ class gemm_tiled {
         hi[r] = V::fmadd(x, b1, hi[r]);
       }
     }
-    const vec alpha = V::set1(g_.alpha), vbeta = V::set1(beta);
-    const int n0 = std::min(cols, W), n1 = std::max(cols - W, 0);
-    vec bias0 = V::zero(), bias1 = V::zero();
-    if (bias != nullptr) {
-      bias0 = cols == NR ? V::load(bias) : V::load_first(bias, n0);
-      bias1 = cols == NR ? V::load(bias + W) : V::load_first(bias + W, n1);
-    }
-    for (int r = 0; r < rows; ++r) {
-      float* row = g_.c_at(i0 + r, j0);
-      vec y0 = V::mul(lo[r], alpha), y1 = V::mul(hi[r], alpha);
-      if (cols == NR) {
-        if (beta != 0.0f) {
-          y0 = V::fmadd(V::load(row), vbeta, y0);
-          y1 = V::fmadd(V::load(row + W), vbeta, y1);
-        }
-        if (bias != nullptr) y0 = V::add(y0, bias0), y1 = V::add(y1, bias1);
-        V::store(row, y0);
-        V::store(row + W, y1);
-      } else {
-        if (beta != 0.0f) {
-          y0 = V::fmadd(V::load_first(row, n0), vbeta, y0);
-          if (n1 > 0) y1 = V::fmadd(V::load_first(row + W, n1), vbeta, y1);
-        }
-        if (bias != nullptr) y0 = V::add(y0, bias0), y1 = V::add(y1, bias1);
-        V::store_first(row, y0, n0);
-        if (n1 > 0) V::store_first(row + W, y1, n1);
-      }
-    }
+    store_tile<V>(g_, lo, hi, i0, j0, rows, cols, beta, bias);
   }
 
   const gemm_args& g_;
