@@ -84,6 +84,12 @@ const std::map<std::string, setter>& setters() {
       {"max_tokens", [](train_options& o, const std::string& n, const py::handle& v) { o.max_tokens = as<int64_t>(n, v); }},
       {"time", [](train_options& o, const std::string&, const py::handle& v) { o.time_limit = seconds_of(v); }},
       {"eval_steps", [](train_options& o, const std::string& n, const py::handle& v) { o.eval_steps = as<int64_t>(n, v); }},
+      {"dtype", [](train_options& o, const std::string& n, const py::handle& v) {
+         const std::string dtype = as<std::string>(n, v);
+         if (dtype != "float32" && dtype != "bf16")
+           throw_usage(fmt::format("{}='{}': expected 'float32' or 'bf16'", n, dtype));
+         o.dtype = dtype == "bf16" ? train_dtype::bf16 : train_dtype::float32;
+       }},
   };
   return table;
 }

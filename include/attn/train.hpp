@@ -16,6 +16,10 @@
 
 namespace attn {
 
+// The output layer's products while training: float32, or bf16 operands with float32 sums
+// (PyTorch's autocast). The model file is float32 either way.
+enum class train_dtype { float32, bf16 };
+
 struct train_options {
   text_task task = text_task::next_word;
   std::string data;   // training file: lines (next-word) or label<TAB>text (classify)
@@ -78,6 +82,10 @@ struct train_options {
   int64_t max_tokens = 0;    // 0: no limit
   double time_limit = 0;     // seconds; 0: no limit
   int64_t eval_steps = 0;    // also score the held-out text every N steps (0: each epoch's end)
+
+  // masked-word and lm: the tied output's three products (most of a step's multiply-adds) on
+  // bf16 operands, float32 sums; the rest of the step float32.
+  train_dtype dtype = train_dtype::float32;
 };
 
 struct data_summary {

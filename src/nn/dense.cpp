@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "core/half.hpp"
 #include "kernels/gemm.hpp"
 #include "nn/serial_when_small.hpp"
 
@@ -12,7 +13,7 @@ namespace attn::nn {
 
 template <>
 void gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
-                 const float* b, float beta, float* c, const float* bias) {
+                 const float* b, float beta, float* c, const float* bias, bool bf16) {
   kernels::gemm_args g;
   g.trans_a = trans_a, g.trans_b = trans_b;
   g.m = m, g.n = n, g.k = k;
@@ -22,13 +23,19 @@ void gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
   g.c = c, g.ldc = n;
   g.bias = bias;
   const serial_when_small serial(m * n * k);
-  kernels::gemm(g);  // k = 0 gives C·beta, as the layers expect
+  if (bf16)
+    kernels::gemm_bf16(g);
+  else
+    kernels::gemm(g);  // k = 0 gives C·beta, as the layers expect
 }
 
 template <>
 void gemm<double>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a,
-                  const double* b, double beta, double* c, const double* bias) {
-  const auto at = [&](int64_t i, int64_t p) { return trans_a ? a[p * m + i] : a[i * k + p]; };
+                  const double* b, double beta, double* c, const double* bias, bool bf16) {
+  const auto read = [bf16](double x) {
+    return bf16 ? static_cast<double>(bf16_to_float(float_to_bf16(static_cast<float>(x)))) : x;
+  };
+  const auto at = [&](int64_t i, int64_t p) { return read(trans_a ? a[p * m + i] : a[i * k + p]); };
   for (int64_t i = 0; i < m; ++i) {
     double* row = c + i * n;
     if (beta == 0.0) std::fill(row, row + n, 0.0);
@@ -36,14 +43,14 @@ void gemm<double>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, c
     if (trans_b) {  // B stored [n, k]: a dot product per element
       for (int64_t j = 0; j < n; ++j) {
         double sum = 0.0;
-        for (int64_t p = 0; p < k; ++p) sum += at(i, p) * b[j * k + p];
+        for (int64_t p = 0; p < k; ++p) sum += at(i, p) * read(b[j * k + p]);
         row[j] += sum;
       }
     } else {  // B [k, n]: add rows of B, scaled
       for (int64_t p = 0; p < k; ++p) {
         const double x = at(i, p);
         const double* brow = b + p * n;
-        for (int64_t j = 0; j < n; ++j) row[j] += x * brow[j];
+        for (int64_t j = 0; j < n; ++j) row[j] += x * read(brow[j]);
       }
     }
     if (bias != nullptr)

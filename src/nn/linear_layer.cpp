@@ -10,15 +10,16 @@
 namespace attn::nn {
 
 template <class T>
-void linear_forward(const T* x, const T* w, const T* b, T* y, int64_t n, int64_t in, int64_t out) {
-  gemm<T>(false, true, n, out, in, x, w, T(0), y, b);  // y = x·wᵀ (+ b)
+void linear_forward(const T* x, const T* w, const T* b, T* y, int64_t n, int64_t in, int64_t out,
+                    bool bf16) {
+  gemm<T>(false, true, n, out, in, x, w, T(0), y, b, bf16);  // y = x·wᵀ (+ b)
 }
 
 template <class T>
 void linear_backward(const T* dy, const T* x, const T* w, T* dx, T* dw, T* db, int64_t n,
-                     int64_t in, int64_t out) {
-  if (dx != nullptr) gemm<T>(false, false, n, in, out, dy, w, T(1), dx);  // y = x·wᵀ → dx = dy·w
-  if (dw != nullptr) gemm<T>(true, false, out, in, n, dy, x, T(1), dw);  // → dw = dyᵀ·x
+                     int64_t in, int64_t out, bool bf16) {
+  if (dx != nullptr) gemm<T>(false, false, n, in, out, dy, w, T(1), dx, nullptr, bf16);  // y = x·wᵀ → dx = dy·w
+  if (dw != nullptr) gemm<T>(true, false, out, in, n, dy, x, T(1), dw, nullptr, bf16);  // → dw = dyᵀ·x
   if (db == nullptr) return;  // y = … + b → db = Σ dy
   // The rows in up to 32 runs shared by the threads, each run summed on its own and the runs
   // added in order: the same bits on any thread count.
@@ -49,9 +50,9 @@ void relu_backward(const T* dy, const T* x, T* dx, int64_t n) {
 
 #define ATTN_INSTANTIATE(T)                                                                  \
   template void linear_forward<T>(const T*, const T*, const T*, T*, int64_t, int64_t,       \
-                                  int64_t);                                                 \
+                                  int64_t, bool);                                           \
   template void linear_backward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t,       \
-                                   int64_t, int64_t);                                       \
+                                   int64_t, int64_t, bool);                                 \
   template void relu_forward<T>(const T*, T*, int64_t);                                     \
   template void relu_backward<T>(const T*, const T*, T*, int64_t);
 ATTN_INSTANTIATE(float)

@@ -7,16 +7,18 @@
 
 namespace attn::nn {
 
-// x [N, in], w [out, in], b [out] (null: no bias) → y [N, out]; y = x·wᵀ + b
+// x [N, in], w [out, in], b [out] (null: no bias) → y [N, out]; y = x·wᵀ + b. bf16: the
+// products' operands rounded to bf16, their sums in T (dense.hpp), forward and backward alike.
 template <class T>
-void linear_forward(const T* x, const T* w, const T* b, T* y, int64_t n, int64_t in, int64_t out);
+void linear_forward(const T* x, const T* w, const T* b, T* y, int64_t n, int64_t in, int64_t out,
+                    bool bf16 = false);
 
 // dy [N, out] → dx [N, in] += dy·w (skipped when dx is null: frozen inputs need none),
 // dw [out, in] += dyᵀ·x (skipped when null: a frozen weight, such as a tied output's rows),
 // db [out] += Σ_rows dy (skipped when null)
 template <class T>
 void linear_backward(const T* dy, const T* x, const T* w, T* dx, T* dw, T* db, int64_t n,
-                     int64_t in, int64_t out);
+                     int64_t in, int64_t out, bool bf16 = false);
 
 // y = max(x, 0), elementwise over n values
 template <class T>

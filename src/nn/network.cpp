@@ -314,7 +314,7 @@ T network<T>::forward(const batch& b, network_cache<T>& c, uint64_t dropout_seed
     embedding_forward(output_rows_.data(), embedding.value.data(), s.vocabulary,
                       new_words.value.data(), c.output_table.data(), s.classes, s.embed);
     linear_forward(c.hidden.data(), c.output_table.data(), b2.value.data(), c.logits.data(), rows,
-                   s.hidden, s.classes);
+                   s.hidden, s.classes, output_bf16_);
   } else {
     relu_forward(c.pre.data(), c.hidden.data(), rows * s.hidden);
     linear_forward(c.hidden.data(), w2.value.data(), b2.value.data(), c.logits.data(), rows,
@@ -348,7 +348,7 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
     dtable.assign(rows_train ? c.output_table.size() : 0, T(0));
     linear_backward(dlogits.data(), c.hidden.data(), c.output_table.data(), dhidden.data(),
                     rows_train ? dtable.data() : nullptr, static_cast<T*>(nullptr), rows, s.hidden,
-                    s.classes);
+                    s.classes, output_bf16_);
     if (rows_train) {
       embedding_backward(output_rows_.data(), dtable.data(),
                          embedding.trainable ? embedding.grad.data() : nullptr, s.vocabulary,

@@ -561,6 +561,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
 
   auto model = std::make_unique<text_model::impl>(c, std::move(vocab.inputs), std::move(vocab.outputs));
   nn::network<float>& net = model->net;
+  net.set_output_bf16(o.dtype == train_dtype::bf16);  // training only: the model reads in float32
   {
     rng init(o.seed);
     initialise(net, o, model->inputs, init);
@@ -710,7 +711,9 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
           result.stopped = true;
           result.trained_tokens = p.all_tokens;
           optimiser.flush();
-          result.model = text_model(std::move(model));
+          net.set_output_bf16(false);
+          net.set_output_bf16(false);
+  result.model = text_model(std::move(model));
           return result;
         }
         // This step's masks and dropout, from the step's number.
@@ -829,6 +832,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   }
   if (p.best_saved && result.best_epoch != result.epochs.back().epoch) restore(params, best_weights);
   result.trained_tokens = p.all_tokens;
+  net.set_output_bf16(false);
   result.model = text_model(std::move(model));
   return result;
 }

@@ -91,6 +91,8 @@ void check_task_options(const train_options& o, option_spelling spelling) {
     throw_usage(fmt::format("{} is for {}", named("--max-tokens", "max_tokens"), named("--task lm", "task='lm'")));
   if (!streamed && (o.time_limit > 0 || o.eval_steps > 0))
     throw_usage(fmt::format("{} are for {}", named("--time and --eval-steps", "time and eval_steps"), streamed_tasks));
+  if (!streamed && o.dtype != train_dtype::float32)
+    throw_usage(fmt::format("{} is for {}", named("--dtype bf16", "dtype='bf16'"), streamed_tasks));
   if (!streamed && (o.resume || o.stop_after_steps > 0))  // (attn.train has no stop_after_steps)
     throw_usage(fmt::format("{} for {}", named("--resume and --stop-after-steps are", "resume is"), streamed_tasks));
 }

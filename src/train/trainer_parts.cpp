@@ -233,6 +233,7 @@ std::string training_record(const train_options& o, int64_t epochs) {
     j["max_length"] = o.max_length;
     j["max_outputs"] = o.max_outputs;
   }
+  if (o.dtype == train_dtype::bf16) j["dtype"] = "bf16";  // absent: float32, as before it existed
   // Paths may hold any bytes; the record is for people, so invalid UTF-8 shows as U+FFFD.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -125,6 +125,32 @@ def test_the_model_is_the_same_on_one_thread_or_two(tmp_path):
     assert outs[0] == outs[1]
 
 
+def test_bf16_output_products_learn_as_float32_does_and_resume_exactly(corpus, model, tmp_path):
+    # --dtype bf16: the tied output's products on bf16 operands, float32 sums. The model learns
+    # the corpus as well (a template text: few choices at each place), it is not the float32
+    # model's bytes (the products did round), the record says bf16, and a resumed run still
+    # writes the uninterrupted file.
+    out, part = tmp_path / "bf16.safetensors", tmp_path / "bf16-part.safetensors"
+    r = train(corpus, out, "--dtype", "bf16")
+    assert r.code == 0, r.err
+    perplexities = [float(l.split("perplexity")[1].split()[0]) for l in r.err.splitlines() if l.startswith("epoch ")]
+    assert perplexities[-1] < 10, perplexities
+    assert tensors(out)[1] != tensors(model[0])[1]
+    b = out.read_bytes()
+    record = json.loads(json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]])["__metadata__"]["training"])
+    assert record["dtype"] == "bf16"
+    assert train(corpus, part, "--dtype", "bf16", "--stop-after-steps", "7").code == 0
+    r = train(corpus, part, "--dtype", "bf16", "--resume")
+    assert r.code == 0, r.err
+    assert tensors(out) == tensors(part)
+    # A checkpoint made in float32 is not resumed in bf16 (the training record differs).
+    assert train(corpus, part, "--stop-after-steps", "7").code == 0
+    r = train(corpus, part, "--dtype", "bf16", "--resume")
+    assert r.code == 2, r.err
+    # The file reads in float32 as any other: predict and eval run.
+    assert run_attn("eval", "--model", out, "--data", corpus).code == 0
+
+
 def test_max_tokens_bounds_the_run(corpus, tmp_path):
     out = tmp_path / "budget.safetensors"
     r = run_attn("train", "--task", "lm", "--data", corpus, "-o", out, "--layers", "1", "--context", "16",

@@ -77,6 +77,8 @@ def test_a_stop_keeps_the_checkpoint_and_resume_gives_the_uninterrupted_file(cor
     (dict(task="classify", max_tokens=5), attn.UsageError, "max_tokens is for task='lm'"),
     (dict(task="classify", time="1m"), attn.UsageError, "time and eval_steps are for task='masked-word' and 'lm'"),
     (dict(task="classify", resume=True), attn.UsageError, "resume is for task='masked-word' and 'lm'"),
+    (dict(task="classify", dtype="bf16"), attn.UsageError, "dtype='bf16' is for task='masked-word' and 'lm'"),
+    (dict(task="lm", dtype="float16"), attn.UsageError, "dtype='float16': expected 'float32' or 'bf16'"),
     (dict(learn_embeddings=8, vectors="v.txt"), attn.UsageError, "exclude each other"),
     (dict(task="lm", resume=True), attn.InputError, "no checkpoint to resume from"),
 ])

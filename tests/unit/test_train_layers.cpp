@@ -6,6 +6,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -311,6 +313,35 @@ TEST(train_layers, self_attention_gradients_match_finite_differences) {
   expect_gradient(bk, dbk, loss, "db_k");
   expect_gradient(bv, dbv, loss, "db_v");
   expect_gradient(bo, dbo, loss, "db_o");
+}
+
+// A linear layer on bf16 operands (the tied output's --dtype bf16) in float against its double
+// specification (the operands rounded to bf16, exact sums), forward and backward, at a shape
+// past the threshold for sharing the product; and not the float32 layer (the rounding happens).
+TEST(train_layers, bf16_linear_matches_its_double_specification) {
+  std::mt19937 rng(17);
+  const int64_t n = 65, in = 101, out = 263;
+  const vec x = random_values(n * in, rng), w = random_values(out * in, rng), b = random_values(out, rng),
+            dy = random_values(n * out, rng);
+  vec y(static_cast<size_t>(n * out)), dx(x.size(), 0.0), dw(w.size(), 0.0);
+  attn::nn::linear_forward(x.data(), w.data(), b.data(), y.data(), n, in, out, true);
+  attn::nn::linear_backward(dy.data(), x.data(), w.data(), dx.data(), dw.data(), static_cast<double*>(nullptr), n,
+                            in, out, true);
+  const auto to_float = [](const vec& v) { return std::vector<float>(v.begin(), v.end()); };
+  const std::vector<float> xf = to_float(x), wf = to_float(w), bf = to_float(b), dyf = to_float(dy);
+  std::vector<float> yf(y.size()), dxf(dx.size(), 0.0f), dwf(dw.size(), 0.0f), plain(y.size());
+  attn::nn::linear_forward(xf.data(), wf.data(), bf.data(), yf.data(), n, in, out, true);
+  attn::nn::linear_backward(dyf.data(), xf.data(), wf.data(), dxf.data(), dwf.data(), static_cast<float*>(nullptr), n,
+                            in, out, true);
+  attn::nn::linear_forward(xf.data(), wf.data(), bf.data(), plain.data(), n, in, out);
+  double furthest = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    ASSERT_NEAR(yf[i], y[i], 1e-4 * (1.0 + std::abs(y[i]))) << "y " << i;
+    furthest = std::max(furthest, std::abs(double(plain[i]) - y[i]));
+  }
+  for (size_t i = 0; i < dx.size(); ++i) ASSERT_NEAR(dxf[i], dx[i], 1e-4 * (1.0 + std::abs(dx[i]))) << "dx " << i;
+  for (size_t i = 0; i < dw.size(); ++i) ASSERT_NEAR(dwf[i], dw[i], 1e-4 * (1.0 + std::abs(dw[i]))) << "dw " << i;
+  EXPECT_GT(furthest, 1e-2);  // float32 operands land elsewhere: the bf16 path did round
 }
 
 }  // namespace
