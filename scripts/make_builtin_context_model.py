@@ -31,10 +31,9 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Beyond the masked-word defaults (the GloVe rows frozen, learned positions over sentences of up
 # to 64 tokens, 4 heads, width 100 = GloVe's, dropout 0.1, 30,000 output words, batches of 32
-# sentences): 6 pre-norm encoder layers with feed-forward width 400 (4 × the width, as BERT's),
-# learned rows for the words GloVe lacks that the corpus has 200 times; docs/CONTEXT.md has the
-# trial runs behind these choices.
-OPTIONS = ["--layers", "6", "--feedforward", "400", "--norm-first", "--min-count", "200",
+# sentences): 4 pre-norm encoder layers, learned rows for the words GloVe lacks that the corpus
+# has 200 times; docs/CONTEXT.md has the trial runs behind these choices.
+OPTIONS = ["--layers", "4", "--norm-first", "--min-count", "200",
            "--lr", "0.003", "--time", "60m", "--eval-steps", "2000", "--checkpoint-steps", "500",
            "--seed", "0"]
 

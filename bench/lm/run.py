@@ -9,7 +9,8 @@ What it does, in order, in a temporary folder:
      paragraph is held out (held.txt), the rest trains (train.txt).
   2. The machine's float32 FMA peak (attn bench --peak), for the model FLOPs utilisation.
   3. attn: `attn train --task lm --data train.txt --time BUDGET` with the defaults (+ --attn-args),
-     then `attn eval` on held.txt. Training tokens/s is attn's own epoch figure.
+     then `attn eval` on held.txt. Training tokens/s is attn's own epoch figure. Each --variant
+     NAME=ARGS trains once more with ARGS added (e.g. 'bf16=--dtype bf16'), on the same text and budget.
   4. The tokens both peers read: `attn tokenize --model <attn's model>` of train.txt and held.txt,
      so the vocabulary (the most frequent training words, <unk>, <eos>) and every id are attn's.
   5. The PyTorch twin (bench/peers/torch_lm.py: the same network, initialisation rule, optimiser
@@ -87,6 +88,8 @@ def main():
     p.add_argument("--attn", default=os.path.join(REPO, "build", "bin", "attn"))
     p.add_argument("--python", default="/usr/bin/python3", help="the Python with PyTorch (Debian's)")
     p.add_argument("--attn-args", default="", help="extra options for attn train")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
+                   help="also train attn with these extra options (same text and budget), e.g. 'bf16=--dtype bf16'")
     p.add_argument("--generate-model", default="builtin-lm")
     p.add_argument("--generate-weights", default=os.path.join(REPO, "data", "lm-wikipedia.safetensors"),
                    help="the same model as a file, for the twin's generation")
@@ -112,20 +115,28 @@ def main():
              "corpus": os.path.basename(a.corpus), "paragraphs": len(lines), "budget_s": a.budget}
         peak = json.loads(run_measured([attn, "bench", "--peak", "--json", "--reps", "1", *threads, "1,16,1,16"])[0].splitlines()[0])
         r["fma_peak_gflops"] = peak["peak_gflops"]
-        # attn
-        model = os.path.join(work, "attn.safetensors")
-        _, err, rss, secs = run_measured([attn, "train", "--task", "lm", "--data", train, "--time", f"{a.budget}s",
-                                          "-o", model, *threads, *a.attn_args.split()])
-        speeds = [float(m) for m in re.findall(r"([0-9.]+) tokens/s  [0-9.]+ s", err)]
-        trained = int(re.search(r"(\d+) tokens trained on", err).group(1))
-        ev = json.loads(run_measured([attn, "eval", "--model", model, "--data", held, *threads])[0])
-        config, params, vocab = model_shape(model)
-        flops_per_token = 6 * params + 12 * config["layers"] * config["dim"] * config["max_positions"]
-        tps = sorted(speeds)[len(speeds) // 2] if speeds else trained / a.budget
-        r["attn"] = {"tokens_per_second": tps, "trained_tokens": trained, "perplexity": ev["perplexity"],
-                     "test_tokens": ev["tokens"], "unknown_share": ev["unknown_share"], "peak_rss_mb": rss,
-                     "wall_s": secs, "parameters": params, "vocab": vocab, "flops_per_token": flops_per_token,
-                     "mfu": flops_per_token * tps / (peak["peak_gflops"] * 1e9)}
+        # attn, then each variant (the same training text and budget, other options)
+        def train_attn(name, extra):
+            model = os.path.join(work, name + ".safetensors")
+            _, err, rss, secs = run_measured([attn, "train", "--task", "lm", "--data", train, "--time", f"{a.budget}s",
+                                              "-o", model, *threads, *a.attn_args.split(), *extra.split()])
+            speeds = [float(m) for m in re.findall(r"([0-9.]+) tokens/s  [0-9.]+ s", err)]
+            trained = int(re.search(r"(\d+) tokens trained on", err).group(1))
+            ev = json.loads(run_measured([attn, "eval", "--model", model, "--data", held, *threads])[0])
+            config, params, vocab = model_shape(model)
+            flops_per_token = 6 * params + 12 * config["layers"] * config["dim"] * config["max_positions"]
+            tps = sorted(speeds)[len(speeds) // 2] if speeds else trained / a.budget
+            return model, {"tokens_per_second": tps, "trained_tokens": trained, "perplexity": ev["perplexity"],
+                           "test_tokens": ev["tokens"], "unknown_share": ev["unknown_share"], "peak_rss_mb": rss,
+                           "wall_s": secs, "parameters": params, "vocab": vocab, "flops_per_token": flops_per_token,
+                           "mfu": flops_per_token * tps / (peak["peak_gflops"] * 1e9), "options": extra}
+
+        model, r["attn"] = train_attn("attn", "")
+        flops_per_token, vocab = r["attn"]["flops_per_token"], r["attn"]["vocab"]
+        r["variants"] = {}
+        for spec in a.variant:
+            name, _, extra = spec.partition("=")
+            r["variants"][name] = train_attn(f"variant{len(r['variants'])}", extra)[1]
         # the same tokens for the peers
         tokens = {}
         for name, path in [("train", train), ("held", held)]:
@@ -166,6 +177,10 @@ def main():
     print(f"  attn : {at['tokens_per_second']:.0f} tokens/s, MFU {100 * at['mfu']:.1f}%, held-out perplexity {at['perplexity']:.1f}, peak {at['peak_rss_mb']:.0f} MB")
     print(f"  twin : {tw['tokens_per_second']:.0f} tokens/s, MFU {100 * tw['mfu']:.1f}%, held-out perplexity {tw['perplexity']:.1f}, peak {tw['peak_rss_mb']:.0f} MB")
     print(f"  speed-up {at['tokens_per_second'] / tw['tokens_per_second']:.2f}x")
+    for name, v in r["variants"].items():
+        print(f"  attn {name} ({v['options']}): {v['tokens_per_second']:.0f} tokens/s, MFU {100 * v['mfu']:.1f}%, "
+              f"held-out perplexity {v['perplexity']:.1f}, peak {v['peak_rss_mb']:.0f} MB, "
+              f"{v['tokens_per_second'] / tw['tokens_per_second']:.2f}x the twin")
     for order, kn in r["kneser_ney"].items():
         print(f"  Kneser-Ney {order}-gram: held-out perplexity {kn['perplexity']:.1f}")
     ga, gt = r["generate_attn"], r["generate_twin"]

@@ -42,21 +42,9 @@ class gemm_bf16_tiled {
   gemm_bf16_tiled(const gemm_args& g, int threads) : g_(g), threads_(std::max(1, threads)) {}
 
   void run() const {
-    const int64_t m_panels = (g_.m + MR - 1) / MR, n_panels = (g_.n + NR - 1) / NR;
-    // As gemm_tiled: each thread a share of the row panels (or of the column panels for a
-    // short input), packing what it needs itself, no barrier.
-    const bool split_rows = m_panels >= 4 * threads_ || m_panels >= n_panels;
-#pragma omp parallel num_threads(threads_)
-    {
-      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      const int64_t parts = split_rows ? m_panels : n_panels;
-      const int64_t first = t * parts / nt, last = (t + 1) * parts / nt;
-      const int64_t i_begin = split_rows ? first * MR : 0;
-      const int64_t i_end = split_rows ? std::min(g_.m, last * MR) : g_.m;
-      const int64_t j_begin = split_rows ? 0 : first * NR;
-      const int64_t j_end = split_rows ? g_.n : std::min(g_.n, last * NR);
-      if (i_begin < i_end && j_begin < j_end) block(i_begin, i_end, j_begin, j_end);
-    }
+    share_among_threads(g_, MR, NR, threads_, [this](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+      block(i0, i1, j0, j1);
+    });
   }
 
  private:

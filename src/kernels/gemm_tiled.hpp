@@ -74,6 +74,27 @@ template <class V>
   }
 }
 
+// Runs block(i_begin, i_end, j_begin, j_end) on each of `threads` OpenMP threads: each takes a
+// share of the panels of MR rows (or, for a short input, of the panels of NR columns) and packs
+// what it needs itself: no barrier inside, which on a busy machine costs far more than packing
+// B twice.
+template <class Block>
+void share_among_threads(const gemm_args& g, int mr, int nr, int threads, const Block& block) {
+  const int64_t m_panels = (g.m + mr - 1) / mr, n_panels = (g.n + nr - 1) / nr;
+  const bool split_rows = m_panels >= 4 * threads || m_panels >= n_panels;
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t parts = split_rows ? m_panels : n_panels;
+    const int64_t first = t * parts / nt, last = (t + 1) * parts / nt;
+    const int64_t i_begin = split_rows ? first * mr : 0;
+    const int64_t i_end = split_rows ? std::min(g.m, last * mr) : g.m;
+    const int64_t j_begin = split_rows ? 0 : first * nr;
+    const int64_t j_end = split_rows ? g.n : std::min(g.n, last * nr);
+    if (i_begin < i_end && j_begin < j_end) block(i_begin, i_end, j_begin, j_end);
+  }
+}
+
 template <class V, int MR>
 class gemm_tiled {
  public:
@@ -112,22 +133,9 @@ class gemm_tiled {
   }
 
   void run() const {
-    const int64_t m_panels = (g_.m + MR - 1) / MR, n_panels = (g_.n + NR - 1) / NR;
-    // Each thread takes a share of the row panels (or, for a short input, of the column
-    // panels) and packs what it needs itself: no barrier inside, which on a busy machine costs
-    // far more than packing B twice.
-    const bool split_rows = m_panels >= 4 * threads_ || m_panels >= n_panels;
-#pragma omp parallel num_threads(threads_)
-    {
-      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      const int64_t parts = split_rows ? m_panels : n_panels;
-      const int64_t first = t * parts / nt, last = (t + 1) * parts / nt;
-      const int64_t i_begin = split_rows ? first * MR : 0;
-      const int64_t i_end = split_rows ? std::min(g_.m, last * MR) : g_.m;
-      const int64_t j_begin = split_rows ? 0 : first * NR;
-      const int64_t j_end = split_rows ? g_.n : std::min(g_.n, last * NR);
-      if (i_begin < i_end && j_begin < j_end) block(i_begin, i_end, j_begin, j_end);
-    }
+    share_among_threads(g_, MR, NR, threads_, [this](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+      block(i0, i1, j0, j1);
+    });
   }
 
  private:
