@@ -19,6 +19,7 @@
 #include "attn/multihead_attention.hpp"
 #include "attn/sdpa.hpp"
 #include "attn/sdpa_backward.hpp"
+#include "attn/train.hpp"
 #include "bench_inputs.hpp"
 #include "cli_common.hpp"
 
@@ -96,6 +97,9 @@ void bench_one(const bench_args& args, const bench_shape& s, int threads) {
   }
   // A training step's attention: the forward saving lse, then the backward for a random
   // gradient of the output. FLOPs ×3.5: the backward's five products against the forward's two.
+  // With the heap kept as attn train keeps it: the step's fresh gradients would otherwise be
+  // mapped and zeroed by the kernel each time (at 4,128,12,64 a third of the time).
+  keep_freed_memory_for_reuse();
   const tensor grad_o = random_tensor({s.B, s.H, s.N, s.D}, rng);
   const double med = median_seconds(args, [&] {
     tensor lse;

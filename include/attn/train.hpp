@@ -16,6 +16,13 @@
 
 namespace attn {
 
+// glibc's malloc thresholds fixed for the whole process (mallopt): blocks up to 32 MiB come from
+// the heap, and the heap is kept until 1 GiB of it is free, so buffers a training step frees are
+// reused by the next one instead of being unmapped and faulted in again. train_text_model calls
+// it; so does `attn bench --backward`, which times a training step's attention. Nothing where
+// glibc is not the C library.
+void keep_freed_memory_for_reuse();
+
 // The output layer's products while training: float32, or bf16 operands with float32 sums
 // (PyTorch's autocast). The model file is float32 either way.
 enum class train_dtype { float32, bf16 };

@@ -13,7 +13,6 @@
 
 #include "attn/error.hpp"
 #include "attn/train.hpp"
-#include "train/heap_reuse.hpp"
 #include "train/optimizer.hpp"
 #include "train/rng.hpp"
 #include "train/text_model_impl.hpp"
@@ -415,7 +414,7 @@ train_result train_on_examples(const train_options& o, const train_callbacks& cb
 }  // namespace
 
 train_result train_text_model(const train_options& o, const train_callbacks& cb) {
-  train::keep_freed_memory_for_reuse();
+  keep_freed_memory_for_reuse();
   train_result r = o.task == text_task::masked_word || o.task == text_task::lm ? train::train_from_corpus(o, cb)
                                                                                 : train_on_examples(o, cb);
   // The model file keeps what the run scored as it went (attn train --plot, the page).
