@@ -14,6 +14,13 @@ namespace attn::kernels {
 
 namespace {
 
+// Small products are not worth waking threads for; nor is a call from inside a parallel region
+// (its caller already splits the work).
+int threads_for(const gemm_args& g) {
+  const int64_t work = g.m * g.n * g.k;
+  return omp_in_parallel() || work < (int64_t{1} << 18) ? 1 : omp_get_max_threads();
+}
+
 // gemm with op(B) read from columns first_column.. of `packed` when they fit this kernel and shape.
 void run_gemm(const gemm_args& g, const packed_b* packed, int64_t first_column) {
   if (g.m <= 0 || g.n <= 0) return;
@@ -26,10 +33,7 @@ void run_gemm(const gemm_args& g, const packed_b* packed, int64_t first_column) 
       }
     return;
   }
-  // Small products are not worth waking threads for; nor is a call from inside a parallel
-  // region (its caller already splits the work).
-  const int64_t work = g.m * g.n * g.k;
-  const int threads = omp_in_parallel() || work < (int64_t{1} << 18) ? 1 : omp_get_max_threads();
+  const int threads = threads_for(g);
   const isa kernel = selected_isa();
   const b_panels panels = packed != nullptr ? packed->columns(kernel, g.k, first_column, g.n) : b_panels{};
   switch (kernel) {
@@ -48,8 +52,7 @@ void gemm(const gemm_args& g) { run_gemm(g, nullptr, 0); }
 void gemm_bf16(const gemm_args& g) {
   if (g.m <= 0 || g.n <= 0) return;
   if (g.k <= 0) return run_gemm(g, nullptr, 0);  // no operand to round: C = beta · C (+ bias)
-  const int64_t work = g.m * g.n * g.k;
-  const int threads = omp_in_parallel() || work < (int64_t{1} << 18) ? 1 : omp_get_max_threads();
+  const int threads = threads_for(g);
   switch (selected_bf16_path()) {
 #if defined(__x86_64__) || defined(__i386__)
     case bf16_path::avx512_bf16: return gemm_bf16_avx512(g, threads);

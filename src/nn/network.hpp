@@ -142,7 +142,6 @@ class network {
   // the table) on bf16 operands with float32 sums, as PyTorch's autocast runs them: a training
   // choice (attn train --dtype bf16), not part of the model; off, every product is float32.
   void set_output_bf16(bool on) { output_bf16_ = on; }
-  bool output_bf16() const { return output_bf16_; }
   // Tied output: each class's embedding row.
   const std::vector<int64_t>& output_rows() const { return output_rows_; }
   // Every parameter in a fixed order (the new words' and positional tables only when present).
