@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attn/cpu.hpp"
+#include "attn/cuda.hpp"
 #include "attn/error.hpp"
 #include "attn/multihead_attention.hpp"
 #include "attn/sdpa.hpp"
@@ -31,7 +32,7 @@ struct bench_args {
   std::vector<std::string> shapes;
   bool causal = false, backward = false, json = false, peak = false, mha = false;
   int threads = 0, reps = 7;
-  std::string kernel = "fused", dtype = "float32";
+  std::string kernel = "fused", dtype = "float32", device = "cpu";
 };
 
 double median(std::vector<double> xs) {
@@ -130,7 +131,42 @@ void bench_mha_one(const bench_args& args, const bench_shape& s, int threads) {
   report(args, s, threads, med, projections + attention_flops(args, s));
 }
 
+// --device cuda: the CUDA kernels on device-resident random inputs, timed by CUDA events.
+void bench_cuda_one(const bench_args& args, const bench_shape& s) {
+  const cuda::precision p = cuda::parse_precision(args.dtype);
+  const cuda::timing t = cuda::time_sdpa(s.B, s.H, s.N, s.D, args.causal, p, args.reps, args.backward);
+  const double med = args.backward ? t.forward_backward_s : t.forward_s;
+  const double flops = (args.backward ? 3.5 : 1.0) * attention_flops(args, s);
+  const std::string path = cuda::forward_path(p, s.D, s.D);
+  if (args.json) {
+    nlohmann::ordered_json j;
+    j["peer"] = "attn";
+    j["B"] = s.B, j["N"] = s.N, j["H"] = s.H, j["D"] = s.D;
+    j["causal"] = args.causal, j["backward"] = args.backward;
+    j["median_s"] = med, j["tflops"] = flops / med / 1e12;
+    j["device"] = "cuda", j["gpu"] = cuda::device_name(), j["dtype"] = cuda::precision_name(p);
+    j["forward_path"] = path;
+    fmt::print("{}\n", j.dump());
+  } else {
+    fmt::print("{},{},{},{}{} {}{}  median {:.3f} ms over {} runs  {:.1f} TFLOP/s  (cuda: {}; {})\n", s.B, s.N, s.H,
+               s.D, args.causal ? " causal" : "", cuda::precision_name(p), args.backward ? " fwd+bwd" : "", med * 1e3,
+               args.reps, flops / med / 1e12, path, cuda::device_name());
+  }
+}
+
 void run(const bench_args& args) {
+  if (args.device != "cpu" && args.device != "cuda")
+    throw_usage(fmt::format("--device '{}': expected cpu or cuda", args.device));
+  if (args.device == "cuda") {
+    if (args.mha || args.peak || args.kernel != "fused")
+      throw_usage("--device cuda times the fused sdpa only (no --mha, --peak or --kernel reference)");
+    if (args.reps < 1) throw_usage(fmt::format("--reps {}: expected at least 1", args.reps));
+    if (args.shapes.empty()) throw_usage("give at least one shape B,N,H,D");
+    std::vector<bench_shape> shapes;
+    for (const std::string& text : args.shapes) shapes.push_back(parse_shape(text));
+    for (const bench_shape& s : shapes) bench_cuda_one(args, s);
+    return;
+  }
   if (args.kernel != "fused" && args.kernel != "reference")
     throw_usage(fmt::format("--kernel '{}': expected fused or reference", args.kernel));
   if (args.mha && args.backward) throw_usage("--mha times the forward only");
@@ -176,6 +212,8 @@ void add_bench_command(CLI::App& app) {
   sub->add_option("--kernel", args->kernel, "fused (default) or reference");
   sub->add_option("--dtype", args->dtype,
                   "float32 (default) or bf16 (Q·Kᵀ and P·V on bf16 operands, float32 accumulation)");
+  sub->add_option("--device", args->device,
+                  "cpu (default) or cuda: the CUDA kernels (a build with -DATTN_CUDA=ON; --dtype float32, bf16 or float16)");
   sub->add_flag("--json", args->json, "One JSON line per shape, as the peers print");
   sub->add_flag("--peak", args->peak,
                 "First measure the machine's peak: float32 FMA, or with --dtype bf16 the vdpbf16ps rate");

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "attn/cuda.hpp"
 #include "attn/error.hpp"
 #include "attn/sdpa.hpp"
 #include "attn/sdpa_backward.hpp"
@@ -20,7 +21,7 @@ namespace {
 struct sdpa_args {
   std::string query, key, value, attn_mask, output, weights_output, scale = "sqrt";
   std::string grad_output, dq, dk, dv;  // the backward: dL/do in, dL/dq, dL/dk, dL/dv out
-  std::string kernel = "fused", dtype = "float32";
+  std::string kernel = "fused", dtype = "float32", device = "cpu";
   bool causal = false;
 };
 
@@ -43,13 +44,21 @@ void check_finite_result(const std::vector<const tensor*>& inputs, const tensor&
 }
 
 void run(const sdpa_args& args) {
+  if (args.device != "cpu" && args.device != "cuda")
+    throw_usage(fmt::format("--device '{}': expected cpu or cuda", args.device));
+  const bool on_gpu = args.device == "cuda";
+  if (on_gpu && args.kernel != "fused") throw_usage("--device cuda runs the fused kernels only (no --kernel reference)");
+  if (on_gpu && !args.weights_output.empty())
+    throw_usage("--device cuda does not form the weights (--attn-weights-out): run it on the cpu");
+  std::optional<cuda::precision> gpu_precision;
+  if (on_gpu) gpu_precision = cuda::parse_precision(args.dtype);
   sdpa_options options;
   options.causal = args.causal;
   options.scale = scale_spec::parse(args.scale);
   if (args.kernel != "fused" && args.kernel != "reference")
     throw_usage(fmt::format("--kernel '{}': expected fused or reference", args.kernel));
   options.kernel = args.kernel == "reference" ? sdpa_kernel::reference : sdpa_kernel::fused;
-  options.dtype = parse_sdpa_dtype(args.dtype);
+  if (!on_gpu) options.dtype = parse_sdpa_dtype(args.dtype);
   const tensor q = read_float_tensor(args.query, "the query");
   const tensor k = read_float_tensor(args.key, "the key");
   const tensor v = read_float_tensor(args.value, "the value");
@@ -84,14 +93,16 @@ void run(const sdpa_args& args) {
                               shape_to_string(want), shape_to_string(grad_o->shape())));
   }
   tensor weights, lse;
-  tensor out = backward ? sdpa_forward(q, k, v, options, lse)
-                        : sdpa(q, k, v, options, args.weights_output.empty() ? nullptr : &weights);
+  tensor out = on_gpu     ? cuda::sdpa(q, k, v, options, *gpu_precision, &lse)
+               : backward ? sdpa_forward(q, k, v, options, lse)
+                          : sdpa(q, k, v, options, args.weights_output.empty() ? nullptr : &weights);
   if (backward && !args.weights_output.empty()) sdpa(q, k, v, options, &weights);
   check_finite_result({&q, &k, &v}, out, args.query);
   std::vector<std::pair<std::string, std::string>> outputs{{args.output, encode_npy(out)}};
   if (!args.weights_output.empty()) outputs.emplace_back(args.weights_output, encode_npy(weights));
   if (backward) {
-    const sdpa_gradients g = sdpa_backward(q, k, v, out, lse, *grad_o, options);
+    const sdpa_gradients g = on_gpu ? cuda::sdpa_backward(q, k, v, out, lse, *grad_o, options, *gpu_precision)
+                                    : sdpa_backward(q, k, v, out, lse, *grad_o, options);
     outputs.emplace_back(args.dq, encode_npy(g.dq));
     outputs.emplace_back(args.dk, encode_npy(g.dk));
     outputs.emplace_back(args.dv, encode_npy(g.dv));
@@ -119,6 +130,9 @@ void add_sdpa_command(CLI::App& app) {
                   "float32 (default) or bf16: Q·Kᵀ and P·V on bf16 operands with float32 accumulation "
                   "(the float32 inputs rounded to bf16 on the way in; the output is float32); with --grad-output "
                   "the backward's five products too (gradients float32)");
+  sub->add_option("--device", args->device,
+                  "cpu (default) or cuda: the CUDA kernels (a build with -DATTN_CUDA=ON); there --dtype is "
+                  "float32, bf16 or float16, the precision of the inputs and products on the GPU (results float32)");
   writes(sub->add_option("-o,--output", args->output, "Output .npy [B, H, L, Dv]"))->required();
   add_threads_option(sub);
   writes(sub->add_option("--attn-weights-out", args->weights_output,

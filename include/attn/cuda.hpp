@@ -1,0 +1,58 @@
+// attn on an NVIDIA GPU: the fused attention forward and backward as CUDA kernels
+// (src/cuda/), for host tensors. Built with -DATTN_CUDA=ON (off by default: see docs/GPU.md);
+// without it every function below but built() and available() throws a usage error.
+//
+//   attn::tensor o = attn::cuda::sdpa(q, k, v, {.causal = true}, attn::cuda::precision::bf16);
+//
+// The inputs are float32 host tensors, as for attn::sdpa; they are rounded to the precision on
+// the device (to nearest, ties to even), the kernels multiply in it with float32 accumulation
+// (the softmax, the log-sum-exp and every sum stay float32), and the results come back as
+// float32 tensors. The layouts, GQA, masks, the causal rule and the fully masked row are
+// attn::sdpa's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "attn/sdpa.hpp"
+#include "attn/sdpa_backward.hpp"
+#include "attn/tensor.hpp"
+
+namespace attn::cuda {
+
+bool built();      // compiled with ATTN_CUDA
+bool available();  // built, and a CUDA device answers
+
+// "NVIDIA H100 80GB HBM3, sm_90, 132 multiprocessors"; a usage error when !available().
+std::string device_name();
+
+enum class precision { float32, bf16, float16 };
+// "float32" / "fp32", "bf16" / "bfloat16", "float16" / "fp16" / "half"; a usage error otherwise.
+precision parse_precision(const std::string& name);
+const char* precision_name(precision p);
+
+// The kernel a forward of these head dimensions runs: the tensor cores for bf16 and float16
+// with D = Dv in {32, 64, 96, 128}, CUDA cores (float32 arithmetic) otherwise.
+std::string forward_path(precision p, int64_t head_dim, int64_t value_dim);
+
+// attn::sdpa_forward on the GPU: o [B, H, L, Dv] and, when lse_out is given, lse [B, H, L].
+// Head dimensions up to 256. The weights (weights_out of attn::sdpa) are not formed there.
+tensor sdpa(const tensor& q, const tensor& k, const tensor& v, const sdpa_options& options, precision p,
+            tensor* lse_out = nullptr);
+
+// attn::sdpa_backward on the GPU, from the forward's o and lse (from cuda::sdpa with the same
+// precision). Deterministic: each gradient row is written by one thread, no atomics.
+sdpa_gradients sdpa_backward(const tensor& q, const tensor& k, const tensor& v, const tensor& o,
+                             const tensor& lse, const tensor& grad_o, const sdpa_options& options,
+                             precision p);
+
+// Times the kernels on device-resident random inputs q, k, v [B, H, L, D] (and grad_o for the
+// backward): the median of `repeats` runs each, by CUDA events, after warm-up runs.
+struct timing {
+  double forward_s = 0;        // the forward alone
+  double forward_backward_s = 0;  // forward then backward (0 when not asked)
+};
+timing time_sdpa(int64_t B, int64_t H, int64_t L, int64_t D, bool causal, precision p, int repeats,
+                 bool backward);
+
+}  // namespace attn::cuda

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The checks of attn's CUDA kernels on a GPU machine, in one go (docs/GPU.md): the device tests
+# against PyTorch, compute-sanitizer (memcheck, racecheck) on the CLI's forward and backward,
+# and the benchmark against PyTorch's sdpa. Takes a folder holding a CUDA build's `attn` and
+# `libattn_cuda.so` (and any shared library they need that the machine lacks); writes logs to
+# $OUT (default /tmp/attn-gpu).
+#   scripts/gpu_check.sh BUILD_FILES [quick]
+set -uo pipefail
+bin=$(cd "$1" && pwd)
+quick=${2:-}
+out=${OUT:-/tmp/attn-gpu}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$bin:${LD_LIBRARY_PATH:-}" ATTN_BIN="$bin/attn" ATTN_CUDA_LIB="$bin/libattn_cuda.so"
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee "$out/gpu.txt"
+{ "$bin/attn" bench --device cuda 1,1024,8,64 4,512,8,128 --dtype bf16 --reps 5 && "$bin/attn" bench --device cuda --backward --dtype float16 --json 2,1000,4,64; } 2>&1 | tee "$out/smoke.txt"
+
+echo "== device tests"
+python3 -m pytest -q --tb=line -p no:cacheprovider -s tests/cuda 2>&1 | tee "$out/tests.log" | tail -80
+
+for variant in 4x1 8x1; do  # the forward's other block shapes (ATTN_CUDA_FORWARD), bf16 and fp16 cases
+  echo "== device tests, forward $variant"
+  ATTN_CUDA_FORWARD=$variant python3 -m pytest -q --tb=line -p no:cacheprovider -k "16 and not zz" tests/cuda 2>&1 | tail -3
+done
+
+echo "== compute-sanitizer"
+python3 - "$out" <<'PY'
+import sys, numpy as np
+rng = np.random.default_rng(0)
+for name, shape in (("q", (1, 4, 65, 64)), ("k", (1, 2, 130, 64)), ("v", (1, 2, 130, 64)), ("go", (1, 4, 65, 64)),
+                    ("q7", (1, 2, 33, 7)), ("k7", (1, 2, 40, 7)), ("v7", (1, 2, 40, 7)), ("go7", (1, 2, 33, 7))):
+    np.save(f"{sys.argv[1]}/{name}.npy", rng.standard_normal(shape).astype(np.float32))
+np.save(f"{sys.argv[1]}/mask.npy", rng.standard_normal((65, 130)).astype(np.float32))
+PY
+for tool in memcheck racecheck; do
+  for dt in bf16 float16 float32; do
+    compute-sanitizer --tool $tool --error-exitcode 9 "$bin/attn" sdpa --device cuda --dtype $dt --causal \
+      --query "$out/q.npy" --key "$out/k.npy" --value "$out/v.npy" --attn-mask "$out/mask.npy" -o "$out/o.npy" \
+      --grad-output "$out/go.npy" --dq "$out/dq.npy" --dk "$out/dk.npy" --dv "$out/dv.npy" > "$out/san_${tool}_${dt}.log" 2>&1
+    echo "$tool $dt (D=64, mask, causal, GQA, fwd+bwd): exit $? $(grep -E 'ERROR SUMMARY' "$out/san_${tool}_${dt}.log")"
+  done
+  compute-sanitizer --tool $tool --error-exitcode 9 "$bin/attn" sdpa --device cuda --dtype bf16 \
+    --query "$out/q7.npy" --key "$out/k7.npy" --value "$out/v7.npy" -o "$out/o7.npy" \
+    --grad-output "$out/go7.npy" --dq "$out/dq7.npy" --dk "$out/dk7.npy" --dv "$out/dv7.npy" > "$out/san7.log" 2>&1
+  echo "$tool bf16 (D=7, CUDA cores, fwd+bwd): exit $? $(grep -E 'ERROR SUMMARY' "$out/san7.log")"
+done
+rm -f "$out"/*.npy
+
+[ "$quick" = quick ] && exit 0
+echo "== the forward's block shapes"
+for variant in 4x1 8x1 4x2; do
+  ATTN_CUDA_FORWARD=$variant "$bin/attn" bench --device cuda --dtype bf16 --reps 30 1,4096,16,128 4,2048,16,64 8,1024,32,128 2>&1 | sed "s/^/$variant /"
+  ATTN_CUDA_FORWARD=$variant "$bin/attn" bench --device cuda --dtype bf16 --reps 30 --causal 1,4096,16,128 4,2048,16,64 8,1024,32,128 2>&1 | sed "s/^/$variant /"
+done | tee "$out/variants.txt" | sed 's/(cuda: .*//'
+echo "== benchmark"
+python3 bench/gpu/sdpa_vs_torch.py --reps 10 --json "$out/bench.jsonl" 2>&1 | tee "$out/bench.txt"

@@ -1,0 +1,82 @@
+// Element conversions and random fills on the device (what the host-tensor API and the timing
+// need around the attention kernels).
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "cuda/cuda_problem.hpp"
+#include "cuda/device_math.cuh"
+
+namespace attn::cuda_kernels {
+
+namespace {
+
+template <typename T>
+__global__ void from_float_kernel(const float* __restrict__ src, T* __restrict__ dst, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    dst[i] = from_float<T>(src[i]);
+}
+template <typename T>
+__global__ void to_float_kernel(const T* __restrict__ src, float* __restrict__ dst, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    dst[i] = to_float(src[i]);
+}
+// splitmix64 of (seed + index): independent of the launch shape, so a fill repeats exactly.
+template <typename T>
+__global__ void uniform_kernel(T* __restrict__ dst, int64_t n, uint64_t seed) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(i + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    dst[i] = from_float<T>(static_cast<float>(z >> 40) * (2.0f / 16777216.0f) - 1.0f);
+  }
+}
+
+unsigned blocks_for(int64_t n) {
+  const int64_t b = (n + 255) / 256;
+  return static_cast<unsigned>(b < 4096 ? (b < 1 ? 1 : b) : 4096);
+}
+
+void check(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+}  // namespace
+
+void convert_from_float(element type, const float* src, void* dst, int64_t n, void* s) {
+  auto stream = static_cast<cudaStream_t>(s);
+  if (n == 0) return;
+  switch (type) {
+    case element::float32: from_float_kernel<float><<<blocks_for(n), 256, 0, stream>>>(src, static_cast<float*>(dst), n); break;
+    case element::bf16: from_float_kernel<__nv_bfloat16><<<blocks_for(n), 256, 0, stream>>>(src, static_cast<__nv_bfloat16*>(dst), n); break;
+    case element::float16: from_float_kernel<__half><<<blocks_for(n), 256, 0, stream>>>(src, static_cast<__half*>(dst), n); break;
+  }
+  check("converting to the element type");
+}
+
+void convert_to_float(element type, const void* src, float* dst, int64_t n, void* s) {
+  auto stream = static_cast<cudaStream_t>(s);
+  if (n == 0) return;
+  switch (type) {
+    case element::float32: to_float_kernel<float><<<blocks_for(n), 256, 0, stream>>>(static_cast<const float*>(src), dst, n); break;
+    case element::bf16: to_float_kernel<__nv_bfloat16><<<blocks_for(n), 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(src), dst, n); break;
+    case element::float16: to_float_kernel<__half><<<blocks_for(n), 256, 0, stream>>>(static_cast<const __half*>(src), dst, n); break;
+  }
+  check("converting to float32");
+}
+
+void fill_uniform(element type, void* dst, int64_t n, uint64_t seed, void* s) {
+  auto stream = static_cast<cudaStream_t>(s);
+  if (n == 0) return;
+  switch (type) {
+    case element::float32: uniform_kernel<float><<<blocks_for(n), 256, 0, stream>>>(static_cast<float*>(dst), n, seed); break;
+    case element::bf16: uniform_kernel<__nv_bfloat16><<<blocks_for(n), 256, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), n, seed); break;
+    case element::float16: uniform_kernel<__half><<<blocks_for(n), 256, 0, stream>>>(static_cast<__half*>(dst), n, seed); break;
+  }
+  check("filling with random values");
+}
+
+}  // namespace attn::cuda_kernels

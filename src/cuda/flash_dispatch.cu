@@ -1,0 +1,225 @@
+// Which kernel runs an attention problem, and its launch: the tensor-core forward for bf16/fp16
+// with D = Dv in {32, 64, 96, 128}; the CUDA-core kernels for every other shape, for float32,
+// and for the backward.
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "cuda/cuda_problem.hpp"
+#include "cuda/flash_backward_mma.cuh"
+#include "cuda/flash_cuda_cores.cuh"
+#include "cuda/flash_forward_mma.cuh"
+
+namespace attn::cuda_kernels {
+
+namespace {
+
+void check_launch(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+bool tensor_core_shape(const attention_problem& p) {
+  return p.type != element::float32 && p.D == p.Dv && (p.D == 32 || p.D == 64 || p.D == 96 || p.D == 128);
+}
+
+// The tensor-core forward's block: WARPS warps of MT 16-row tiles each. Measured on an H100
+// (docs/GPU.md): two tiles a warp pay at D = 128 (each K and V fragment serves 32 rows), not at
+// D = 64; eight warps of one tile did not pay. ATTN_CUDA_FORWARD=4x1, 8x1 or 4x2 forces one.
+int forward_variant(int64_t D) {
+  const char* env = std::getenv("ATTN_CUDA_FORWARD");
+  const std::string v = env != nullptr ? env : "";
+  if (v == "4x1") return 41;
+  if (v == "8x1") return 81;
+  if (v == "4x2") return 42;
+  return D >= 96 ? 42 : 41;
+}
+
+template <typename T, int D, int WARPS, int MT>
+void launch_mma(const attention_problem& p, cudaStream_t stream) {
+  auto kernel = flash_forward_mma_kernel<T, D, WARPS, MT>;
+  constexpr int bytes = flash_forward_mma_shared_bytes<T, D, WARPS, MT>();
+  static const bool configured = [&] {
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess;
+  }();
+  if (!configured) check_launch("cudaFuncSetAttribute (shared memory of the tensor-core forward)");
+  constexpr int rows = 16 * WARPS * MT;
+  const dim3 grid(static_cast<unsigned>((p.L + rows - 1) / rows), static_cast<unsigned>(p.B * p.H));
+  kernel<<<grid, WARPS * 32, bytes, stream>>>(
+      static_cast<const T*>(p.q), static_cast<const T*>(p.k), static_cast<const T*>(p.v), static_cast<T*>(p.o),
+      p.lse, p.mask, p.ms[0], p.ms[1], p.ms[2], p.ms[3], static_cast<int>(p.H), static_cast<int>(p.Hkv),
+      static_cast<int>(p.L), static_cast<int>(p.S), p.scale * log2_e, p.causal);
+  check_launch("the tensor-core forward");
+}
+
+template <typename T, int D>
+void launch_mma_warps(const attention_problem& p, cudaStream_t stream) {
+  switch (forward_variant(D)) {
+    case 41: return launch_mma<T, D, 4, 1>(p, stream);
+    case 81: return launch_mma<T, D, 8, 1>(p, stream);
+    default: return launch_mma<T, D, 4, 2>(p, stream);
+  }
+}
+
+template <typename T>
+void launch_mma_typed(const attention_problem& p, cudaStream_t stream) {
+  switch (p.D) {
+    case 32: return launch_mma_warps<T, 32>(p, stream);
+    case 64: return launch_mma_warps<T, 64>(p, stream);
+    case 96: return launch_mma_warps<T, 96>(p, stream);
+    default: return launch_mma_warps<T, 128>(p, stream);
+  }
+}
+
+cores_args make_cores_args(const attention_problem& p) {
+  return cores_args{static_cast<int>(p.H), static_cast<int>(p.Hkv), static_cast<int>(p.L), static_cast<int>(p.S),
+                    static_cast<int>(p.D), static_cast<int>(p.Dv), p.ms[0], p.ms[1], p.ms[2], p.ms[3],
+                    p.mask, p.scale, p.causal};
+}
+
+dim3 rows_grid_of(int64_t rows, int64_t heads, int per_block) {
+  return dim3(static_cast<unsigned>((rows + per_block - 1) / per_block), static_cast<unsigned>(heads));
+}
+dim3 rows_grid(int64_t rows, int64_t heads) { return rows_grid_of(rows, heads, cores_rows); }
+
+template <typename T, int DMAX>
+void launch_cores_forward(const attention_problem& p, cudaStream_t stream) {
+  flash_forward_cores_kernel<T, DMAX><<<rows_grid(p.L, p.B * p.H), cores_rows, 0, stream>>>(
+      static_cast<const T*>(p.q), static_cast<const T*>(p.k), static_cast<const T*>(p.v), static_cast<T*>(p.o),
+      p.lse, make_cores_args(p));
+  check_launch("the CUDA-core forward");
+}
+
+template <typename T, int DMAX>
+void launch_cores_backward(const attention_problem& p, const attention_gradients& g, float* delta,
+                           cudaStream_t stream) {
+  const cores_args a = make_cores_args(p);
+  flash_backward_dkdv_kernel<T, DMAX><<<rows_grid(p.S, p.B * p.Hkv), cores_rows, 0, stream>>>(
+      static_cast<const T*>(p.q), static_cast<const T*>(p.k), static_cast<const T*>(p.v),
+      static_cast<const T*>(g.grad_o), p.lse, delta, static_cast<T*>(g.dk), static_cast<T*>(g.dv), a);
+  check_launch("the backward's dK, dV");
+  flash_backward_dq_kernel<T, DMAX><<<rows_grid(p.L, p.B * p.H), cores_rows, 0, stream>>>(
+      static_cast<const T*>(p.q), static_cast<const T*>(p.k), static_cast<const T*>(p.v),
+      static_cast<const T*>(g.grad_o), p.lse, delta, static_cast<T*>(g.dq), a);
+  check_launch("the backward's dQ");
+}
+
+template <typename K>
+void allow_shared(K kernel, int bytes, const char* what) {
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess) check_launch(what);
+}
+
+void launch_row_delta(const attention_problem& p, const attention_gradients& g, float* delta, cudaStream_t stream) {
+  const int64_t rows = p.B * p.H * p.L;
+  auto launch = [&](auto zero) {
+    using T = decltype(zero);
+    row_delta_kernel<T><<<static_cast<unsigned>((rows + 7) / 8), 256, 0, stream>>>(
+        static_cast<const T*>(p.o), static_cast<const T*>(g.grad_o), delta, rows, static_cast<int>(p.Dv));
+  };
+  switch (p.type) {
+    case element::float32: launch(float{}); break;
+    case element::bf16: launch(__nv_bfloat16{}); break;
+    case element::float16: launch(__half{}); break;
+  }
+  check_launch("the backward's row term");
+}
+
+template <typename T, int D>
+void launch_mma_backward(const attention_problem& p, const attention_gradients& g, const float* delta,
+                         cudaStream_t stream) {
+  const mma_backward_args a{static_cast<int>(p.H), static_cast<int>(p.Hkv), static_cast<int>(p.L), static_cast<int>(p.S),
+                            p.mask, p.ms[0], p.ms[1], p.ms[2], p.ms[3], p.scale, p.scale * log2_e, p.causal};
+  constexpr int dkdv_bytes = dkdv_mma_shared_bytes<T, D>(), dq_bytes = dq_mma_shared_bytes<T, D>();
+  static const bool configured = [] {
+    allow_shared(flash_backward_dkdv_mma_kernel<T, D>, dkdv_bytes, "cudaFuncSetAttribute (dK, dV)");
+    allow_shared(flash_backward_dq_mma_kernel<T, D>, dq_bytes, "cudaFuncSetAttribute (dQ)");
+    return true;
+  }();
+  (void)configured;
+  constexpr int rows = 16 * mma_backward_warps;
+  flash_backward_dkdv_mma_kernel<T, D><<<rows_grid_of(p.S, p.B * p.Hkv, rows), mma_backward_warps * 32, dkdv_bytes, stream>>>(
+      static_cast<const T*>(p.q), static_cast<const T*>(p.k), static_cast<const T*>(p.v), static_cast<const T*>(g.grad_o),
+      p.lse, delta, static_cast<T*>(g.dk), static_cast<T*>(g.dv), a);
+  check_launch("the tensor-core backward's dK, dV");
+  flash_backward_dq_mma_kernel<T, D><<<rows_grid_of(p.L, p.B * p.H, rows), mma_backward_warps * 32, dq_bytes, stream>>>(
+      static_cast<const T*>(p.q), static_cast<const T*>(p.k), static_cast<const T*>(p.v), static_cast<const T*>(g.grad_o),
+      p.lse, delta, static_cast<T*>(g.dq), a);
+  check_launch("the tensor-core backward's dQ");
+}
+
+template <typename T>
+void launch_mma_backward_typed(const attention_problem& p, const attention_gradients& g, const float* delta,
+                               cudaStream_t stream) {
+  switch (p.D) {
+    case 32: return launch_mma_backward<T, 32>(p, g, delta, stream);
+    case 64: return launch_mma_backward<T, 64>(p, g, delta, stream);
+    case 96: return launch_mma_backward<T, 96>(p, g, delta, stream);
+    default: return launch_mma_backward<T, 128>(p, g, delta, stream);
+  }
+}
+
+// The smallest register width that holds both head dimensions.
+template <template <typename, int> class Launch, typename T, typename... Args>
+void by_width(const attention_problem& p, Args&&... args) {
+  const int64_t d = p.D > p.Dv ? p.D : p.Dv;
+  if (d <= 32) return Launch<T, 32>::run(p, args...);
+  if (d <= 64) return Launch<T, 64>::run(p, args...);
+  if (d <= 128) return Launch<T, 128>::run(p, args...);
+  return Launch<T, 256>::run(p, args...);
+}
+
+template <typename T, int DMAX> struct forward_launch {
+  static void run(const attention_problem& p, cudaStream_t s) { launch_cores_forward<T, DMAX>(p, s); }
+};
+template <typename T, int DMAX> struct backward_launch {
+  static void run(const attention_problem& p, const attention_gradients& g, float* w, cudaStream_t s) {
+    launch_cores_backward<T, DMAX>(p, g, w, s);
+  }
+};
+
+}  // namespace
+
+const char* forward_path(const attention_problem& p) {
+  return tensor_core_shape(p) ? "tensor cores (mma.sync m16n8k16, float32 accumulation)" : "CUDA cores (float32)";
+}
+
+void flash_forward(const attention_problem& p, void* stream_ptr) {
+  auto stream = static_cast<cudaStream_t>(stream_ptr);
+  if (p.B * p.H * p.L == 0) return;
+  if (p.D > 256 || p.Dv > 256) throw std::runtime_error("head dimensions above 256 are not supported on CUDA");
+  if (tensor_core_shape(p)) {
+    if (p.type == element::bf16) return launch_mma_typed<__nv_bfloat16>(p, stream);
+    return launch_mma_typed<__half>(p, stream);
+  }
+  switch (p.type) {
+    case element::float32: return by_width<forward_launch, float>(p, stream);
+    case element::bf16: return by_width<forward_launch, __nv_bfloat16>(p, stream);
+    case element::float16: return by_width<forward_launch, __half>(p, stream);
+  }
+}
+
+void flash_backward(const attention_problem& p, const attention_gradients& g, float* workspace, void* stream_ptr) {
+  auto stream = static_cast<cudaStream_t>(stream_ptr);
+  if (p.D > 256 || p.Dv > 256) throw std::runtime_error("head dimensions above 256 are not supported on CUDA");
+  if (p.L == 0 || p.S == 0) {  // nothing attends: every gradient is 0
+    const size_t bytes = p.type == element::float32 ? 4 : 2;
+    cudaMemsetAsync(g.dq, 0, static_cast<size_t>(p.B * p.H * p.L * p.D) * bytes, stream);
+    cudaMemsetAsync(g.dk, 0, static_cast<size_t>(p.B * p.Hkv * p.S * p.D) * bytes, stream);
+    cudaMemsetAsync(g.dv, 0, static_cast<size_t>(p.B * p.Hkv * p.S * p.Dv) * bytes, stream);
+    return check_launch("zeroing the gradients");
+  }
+  launch_row_delta(p, g, workspace, stream);
+  if (tensor_core_shape(p)) {
+    if (p.type == element::bf16) return launch_mma_backward_typed<__nv_bfloat16>(p, g, workspace, stream);
+    return launch_mma_backward_typed<__half>(p, g, workspace, stream);
+  }
+  switch (p.type) {
+    case element::float32: return by_width<backward_launch, float>(p, g, workspace, stream);
+    case element::bf16: return by_width<backward_launch, __nv_bfloat16>(p, g, workspace, stream);
+    case element::float16: return by_width<backward_launch, __half>(p, g, workspace, stream);
+  }
+}
+
+}  // namespace attn::cuda_kernels
