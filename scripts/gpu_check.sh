@@ -18,7 +18,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 echo "== device tests"
 python3 -m pytest -q --tb=line -p no:cacheprovider -s tests/cuda 2>&1 | tee "$out/tests.log" | tail -80
 
-for variant in 4x1 8x1; do  # the forward's other block shapes (ATTN_CUDA_FORWARD), bf16 and fp16 cases
+for variant in 4x1 4x2; do  # each forward block shape on every D (ATTN_CUDA_FORWARD), bf16 and fp16
   echo "== device tests, forward $variant"
   ATTN_CUDA_FORWARD=$variant python3 -m pytest -q --tb=line -p no:cacheprovider -k "16 and not zz" tests/cuda 2>&1 | tail -3
 done
@@ -48,7 +48,7 @@ rm -f "$out"/*.npy
 
 [ "$quick" = quick ] && exit 0
 echo "== the forward's block shapes"
-for variant in 4x1 8x1 4x2; do
+for variant in 4x1 4x2 default; do
   ATTN_CUDA_FORWARD=$variant "$bin/attn" bench --device cuda --dtype bf16 --reps 30 1,4096,16,128 4,2048,16,64 8,1024,32,128 2>&1 | sed "s/^/$variant /"
   ATTN_CUDA_FORWARD=$variant "$bin/attn" bench --device cuda --dtype bf16 --reps 30 --causal 1,4096,16,128 4,2048,16,64 8,1024,32,128 2>&1 | sed "s/^/$variant /"
 done | tee "$out/variants.txt" | sed 's/(cuda: .*//'

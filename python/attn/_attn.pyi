@@ -22,9 +22,9 @@ class InputError(Error): ...
 
 def sdpa(q: npt.ArrayLike, k: npt.ArrayLike, v: npt.ArrayLike, *, causal: bool = False,
          scale: Optional[float] = None, attn_mask: Optional[npt.ArrayLike] = None,
-         need_weights: bool = False, dtype: str = "float32") -> Any:
+         need_weights: bool = False, dtype: str = "float32", device: str = "cpu") -> Any:
     """softmax(scale·q·kᵀ [+ mask])·v: q [B,H,L,D], k [B,H,S,D], v [B,H,S,Dv] → [B,H,L,Dv]
-    (and the weights [B,H,L,S] with need_weights: a tuple)."""
+    (and the weights [B,H,L,S] with need_weights: a tuple). device="cuda": attn's CUDA kernels."""
 
 def tokenize(text: str) -> List[str]: ...
 

@@ -25,16 +25,17 @@ bool tensor_core_shape(const attention_problem& p) {
   return p.type != element::float32 && p.D == p.Dv && (p.D == 32 || p.D == 64 || p.D == 96 || p.D == 128);
 }
 
-// The tensor-core forward's block: WARPS warps of MT 16-row tiles each. Measured on an H100
-// (docs/GPU.md): two tiles a warp pay at D = 128 (each K and V fragment serves 32 rows), not at
-// D = 64; eight warps of one tile did not pay. ATTN_CUDA_FORWARD=4x1, 8x1 or 4x2 forces one.
-int forward_variant(int64_t D) {
+// The tensor-core forward's block: 4 warps of MT 16-row tiles each. Measured on an H100
+// (docs/GPU.md): two tiles a warp pay at D >= 96 (each K and V fragment read from shared memory
+// serves 32 rows: 1,4096,16,128 at 283 TFLOP/s against 217), not at D = 64 (202 against 198,
+// 154 against 164 causal). Tried and dropped: 8 warps of one tile (no gain) and 128-key tiles
+// at D = 64 (slower: fewer blocks fit). ATTN_CUDA_FORWARD=4x1 or 4x2 forces one.
+int rows_tiles_per_warp(int64_t D) {
   const char* env = std::getenv("ATTN_CUDA_FORWARD");
   const std::string v = env != nullptr ? env : "";
-  if (v == "4x1") return 41;
-  if (v == "8x1") return 81;
-  if (v == "4x2") return 42;
-  return D >= 96 ? 42 : 41;
+  if (v == "4x1") return 1;
+  if (v == "4x2") return 2;
+  return D >= 96 ? 2 : 1;
 }
 
 template <typename T, int D, int WARPS, int MT>
@@ -56,11 +57,8 @@ void launch_mma(const attention_problem& p, cudaStream_t stream) {
 
 template <typename T, int D>
 void launch_mma_warps(const attention_problem& p, cudaStream_t stream) {
-  switch (forward_variant(D)) {
-    case 41: return launch_mma<T, D, 4, 1>(p, stream);
-    case 81: return launch_mma<T, D, 8, 1>(p, stream);
-    default: return launch_mma<T, D, 4, 2>(p, stream);
-  }
+  if (rows_tiles_per_warp(D) == 2) return launch_mma<T, D, 4, 2>(p, stream);
+  launch_mma<T, D, 4, 1>(p, stream);
 }
 
 template <typename T>

@@ -130,3 +130,20 @@ def test_bf16_dtype_rounds_the_operands_and_keeps_float32_io():
     assert not np.array_equal(out, attn.sdpa(q, k, v, causal=True))
     with pytest.raises(attn.UsageError):
         attn.sdpa(q, k, v, dtype="float8")
+
+
+def test_device_cuda_needs_a_cuda_build_and_says_so():
+    """device='cuda' runs attn's CUDA kernels where built (-DATTN_CUDA=ON) and a GPU answers;
+    elsewhere (CI) it is one UsageError naming what is missing. tests/cuda/ checks the results."""
+    rng = np.random.default_rng(3)
+    q = rand(rng, 1, 2, 5, 8)
+    try:
+        out = attn.sdpa(q, q, q, device="cuda", dtype="bf16")
+    except attn.UsageError as e:
+        assert "-DATTN_CUDA=ON" in str(e) or "no CUDA device" in str(e)
+    else:
+        assert np.abs(out - attn.sdpa(q, q, q, dtype="bf16")).max() < 2e-2
+    with pytest.raises(attn.UsageError, match="expected cpu or cuda"):
+        attn.sdpa(q, q, q, device="tpu")
+    with pytest.raises(attn.UsageError, match="need_weights"):
+        attn.sdpa(q, q, q, device="cuda", need_weights=True)

@@ -1,0 +1,71 @@
+"""--device on sdpa and bench: cpu is the default and the same computation; cuda needs a build
+with -DATTN_CUDA=ON and a GPU (docs/GPU.md). Where either is missing (as on CI) it is one clear
+usage error and nothing is written. The GPU results themselves are tested on a GPU machine
+(tests/cuda/, scripts/gpu_check.sh)."""
+import numpy as np
+import pytest
+
+from conftest import one_error_line
+
+
+@pytest.fixture
+def qkv(tmp_path):
+    rng = np.random.default_rng(0)
+    paths = []
+    for name in ("q", "k", "v"):
+        p = tmp_path / f"{name}.npy"
+        np.save(p, rng.standard_normal((1, 2, 5, 8)).astype(np.float32))
+        paths.append(p)
+    return paths
+
+
+def sdpa_args(qkv, out, *extra):
+    return ["sdpa", "--query", qkv[0], "--key", qkv[1], "--value", qkv[2], "-o", out, *extra]
+
+
+def test_device_cpu_is_the_default(attn, qkv, tmp_path):
+    a, b = tmp_path / "a.npy", tmp_path / "b.npy"
+    assert attn(*sdpa_args(qkv, a)).code == 0
+    r = attn(*sdpa_args(qkv, b, "--device", "cpu"))
+    assert r.code == 0, r.err
+    assert np.array_equal(np.load(a), np.load(b))
+
+
+def cuda_usable(attn, qkv, tmp_path):
+    r = attn(*sdpa_args(qkv, tmp_path / "probe.npy", "--device", "cuda"))
+    return r.code == 0
+
+
+def test_device_cuda_without_a_gpu_build_is_one_usage_error(attn, qkv, tmp_path):
+    out = tmp_path / "o.npy"
+    r = attn(*sdpa_args(qkv, out, "--device", "cuda", "--dtype", "bf16"))
+    if r.code == 0:
+        pytest.skip("this build runs CUDA here (tests/cuda/ checks its results)")
+    assert r.code == 1
+    line = one_error_line(r)
+    assert "-DATTN_CUDA=ON" in line or "no CUDA device" in line, line
+    assert not out.exists()
+    b = attn("bench", "--device", "cuda", "1,64,1,64")
+    assert b.code == 1 and b.out == ""
+    assert "-DATTN_CUDA=ON" in one_error_line(b) or "no CUDA device" in one_error_line(b)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--device", "tpu"], "--device 'tpu': expected cpu or cuda"),
+    (["--device", "cuda", "--kernel", "reference"], "no --kernel reference"),
+    (["--device", "cuda", "--attn-weights-out", "W"], "does not form the weights"),
+])
+def test_device_usage_errors(attn, qkv, tmp_path, extra, message):
+    out = tmp_path / "o.npy"
+    extra = [str(tmp_path / x) if x == "W" else x for x in extra]
+    r = attn(*sdpa_args(qkv, out, *extra))
+    assert r.code == 1
+    assert message in one_error_line(r)
+    assert not out.exists()
+
+
+def test_bench_device_usage_errors(attn):
+    r = attn("bench", "--device", "gpu", "1,8,1,8")
+    assert r.code == 1 and "--device 'gpu'" in one_error_line(r)
+    r = attn("bench", "--device", "cuda", "--mha", "1,8,1,8")
+    assert r.code == 1 and "fused sdpa only" in one_error_line(r)

@@ -1,0 +1,106 @@
+// attn::cuda from the host: in a build without CUDA (CI's), every call but built() and
+// available() is one usage error that says how to build it; in a CUDA build on a machine with a
+// GPU, the host-tensor API against the float64 reference on awkward shapes (the device tests
+// against PyTorch are tests/cuda/, run by scripts/gpu_check.sh). A CUDA build without a GPU skips.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "attn/cuda.hpp"
+#include "attn/error.hpp"
+#include "attn/mask.hpp"
+#include "attn/sdpa.hpp"
+#include "attn/sdpa_backward.hpp"
+
+namespace {
+
+using attn::tensor;
+
+tensor random_tensor(const attn::shape_t& shape, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  tensor t(shape);
+  for (float& x : t.values()) x = dist(rng);
+  return t;
+}
+
+double relative_error(const tensor& got, const tensor& want) {
+  double diff = 0, norm = 0;
+  const auto g = got.contiguous(), w = want.contiguous();
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    diff += std::pow(static_cast<double>(g.values()[i]) - w.values()[i], 2);
+    norm += std::pow(static_cast<double>(w.values()[i]), 2);
+  }
+  return std::sqrt(diff / std::max(norm, 1e-300));
+}
+
+TEST(cuda, without_cuda_every_call_says_how_to_build_it) {
+  if (attn::cuda::built()) GTEST_SKIP() << "a CUDA build";
+  EXPECT_FALSE(attn::cuda::available());
+  std::mt19937 rng(1);
+  const tensor q = random_tensor({1, 1, 4, 8}, rng);
+  try {
+    attn::cuda::sdpa(q, q, q, {}, attn::cuda::precision::bf16);
+    FAIL() << "no error";
+  } catch (const attn::error& e) {
+    EXPECT_EQ(e.kind(), attn::error_kind::usage);
+    EXPECT_NE(std::string(e.what()).find("-DATTN_CUDA=ON"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(attn::cuda::device_name(), attn::error);
+  EXPECT_THROW(attn::cuda::time_sdpa(1, 1, 64, 64, false, attn::cuda::precision::bf16, 1, false), attn::error);
+}
+
+struct cuda_case {
+  int64_t B, H, Hkv, L, S, D, Dv;
+  bool causal, mask;
+};
+
+class cuda_device : public ::testing::TestWithParam<cuda_case> {
+ protected:
+  void SetUp() override {
+    if (!attn::cuda::available()) GTEST_SKIP() << "no CUDA build or no GPU here";
+  }
+};
+
+// Both precisions against the float64 reference on the rounded inputs (ref::sdpa with dtype
+// bf16 rounds them as the device does): float32 within float32's rounding, bf16 within bf16's.
+TEST_P(cuda_device, forward_and_backward_against_float64) {
+  const cuda_case c = GetParam();
+  std::mt19937 rng(static_cast<unsigned>(c.L * 131 + c.S * 7 + c.D));
+  const tensor q = random_tensor({c.B, c.H, c.L, c.D}, rng), k = random_tensor({c.B, c.Hkv, c.S, c.D}, rng),
+               v = random_tensor({c.B, c.Hkv, c.S, c.Dv}, rng), go = random_tensor({c.B, c.H, c.L, c.Dv}, rng);
+  tensor mask;
+  attn::sdpa_options options;
+  options.causal = c.causal;
+  if (c.mask) {
+    mask = random_tensor({c.L, c.S}, rng);
+    options.attn_mask = &mask;
+  }
+  for (auto p : {attn::cuda::precision::float32, attn::cuda::precision::bf16}) {
+    const bool bf16 = p == attn::cuda::precision::bf16;
+    attn::sdpa_options ref_options = options;
+    ref_options.dtype = bf16 ? attn::sdpa_dtype::bf16 : attn::sdpa_dtype::float32;
+    const tensor qr = bf16 ? attn::round_to_bf16(q) : q, kr = bf16 ? attn::round_to_bf16(k) : k,
+                 vr = bf16 ? attn::round_to_bf16(v) : v, gor = bf16 ? attn::round_to_bf16(go) : go;
+    tensor lse;
+    const tensor o = attn::cuda::sdpa(q, k, v, options, p, &lse);
+    const tensor want = attn::ref::sdpa(qr, kr, vr, ref_options);
+    EXPECT_LT(relative_error(o, want), bf16 ? 1e-2 : 1e-6) << attn::cuda::precision_name(p);
+    const attn::sdpa_gradients g = attn::cuda::sdpa_backward(q, k, v, o, lse, go, options, p);
+    attn::sdpa_options exact = options;  // the reference's gradients on the rounded inputs
+    const attn::sdpa_gradients w = attn::ref::sdpa_backward(qr, kr, vr, gor, exact);
+    EXPECT_LT(relative_error(g.dq, w.dq), bf16 ? 3e-2 : 1e-5) << "dq " << attn::cuda::precision_name(p);
+    EXPECT_LT(relative_error(g.dk, w.dk), bf16 ? 3e-2 : 1e-5) << "dk " << attn::cuda::precision_name(p);
+    EXPECT_LT(relative_error(g.dv, w.dv), bf16 ? 3e-2 : 1e-5) << "dv " << attn::cuda::precision_name(p);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(shapes, cuda_device,
+                         ::testing::Values(cuda_case{1, 1, 1, 1, 1, 64, 64, false, false},
+                                           cuda_case{1, 2, 2, 7, 7, 64, 64, true, false},
+                                           cuda_case{2, 4, 2, 63, 65, 128, 128, true, true},
+                                           cuda_case{1, 2, 1, 129, 65, 32, 32, false, true},
+                                           cuda_case{1, 1, 1, 65, 129, 7, 5, true, false}));
+
+}  // namespace
