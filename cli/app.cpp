@@ -45,7 +45,7 @@ std::vector<subcommand> standard_subcommands() {
        add_embed_command},
       {"bench",
        "attn bench [--causal] [--backward] [--threads T] [--reps R] [--kernel fused|reference] "
-       "[--json] [--peak] B,N,H,D …",
+       "[--dtype float32|bf16|float16] [--json] [--peak] [--device cpu|cuda] B,N,H,D …",
        add_bench_command},
       {"explain",
        "attn explain [--vectors PATH] [--scale sqrt|none|NUMBER] [--color auto|always|never] "
@@ -65,7 +65,7 @@ std::vector<subcommand> standard_subcommands() {
       {"sdpa",
        "attn sdpa --query Q.npy --key K.npy --value V.npy [--causal] [--scale S] "
        "[--attn-mask M.npy] [--kernel fused|reference] -o OUT.npy "
-       "[--grad-output G.npy --dq DQ.npy --dk DK.npy --dv DV.npy]",
+       "[--dtype float32|bf16|float16] [--grad-output G.npy --dq DQ.npy --dk DK.npy --dv DV.npy] [--device cpu|cuda]",
        add_sdpa_command},
       {"vectors",
        "attn vectors convert IN OUT [--top N] [--dtype f32|f16] | attn vectors info PATH",

@@ -75,7 +75,8 @@ void run(const sdpa_args& args) {
   }
   // Shapes that do not fit each other come from the files: report them as input errors.
   try {
-    check_sdpa_shapes(q, k, v, options.attn_mask);
+    if (on_gpu) cuda::check_shapes(q, k, v, options.attn_mask);
+    else check_sdpa_shapes(q, k, v, options.attn_mask);
   } catch (const error& e) {
     throw_input(args.query, e.problem(), e.where());
   }

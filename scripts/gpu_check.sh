@@ -2,10 +2,11 @@
 # The checks of attn's CUDA kernels on a GPU machine, in one go (docs/GPU.md): the device tests
 # against PyTorch, compute-sanitizer (memcheck, racecheck) on the CLI's forward and backward,
 # and the benchmark against PyTorch's sdpa. Takes a folder holding a CUDA build's `attn` and
-# `libattn_cuda.so` (and any shared library they need that the machine lacks); writes logs to
-# $OUT (default /tmp/attn-gpu).
+# `libattn_cuda.so` (optionally `attn_tests`, and any shared library they need that the machine
+# lacks); writes logs to $OUT (default /tmp/attn-gpu); exits 1 when a check failed.
 #   scripts/gpu_check.sh BUILD_FILES [quick]
 set -uo pipefail
+failed=()  # the checks that failed; the script exits 1 when any did
 bin=$(cd "$1" && pwd)
 quick=${2:-}
 out=${OUT:-/tmp/attn-gpu}
@@ -13,15 +14,25 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH="$bin:${LD_LIBRARY_PATH:-}" ATTN_BIN="$bin/attn" ATTN_CUDA_LIB="$bin/libattn_cuda.so"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee "$out/gpu.txt"
-{ "$bin/attn" bench --device cuda 1,1024,8,64 4,512,8,128 --dtype bf16 --reps 5 && "$bin/attn" bench --device cuda --backward --dtype float16 --json 2,1000,4,64; } 2>&1 | tee "$out/smoke.txt"
+{ "$bin/attn" bench --device cuda 1,1024,8,64 4,512,8,128 --dtype bf16 --reps 5 && "$bin/attn" bench --device cuda --backward --dtype float16 --json 2,1000,4,64; } 2>&1 | tee "$out/smoke.txt" \
+  || failed+=("smoke")
 
 echo "== device tests"
-python3 -m pytest -q --tb=line -p no:cacheprovider -s tests/cuda 2>&1 | tee "$out/tests.log" | tail -80
+python3 -m pytest -q --tb=line -p no:cacheprovider -s tests/cuda > "$out/tests.log" 2>&1 || failed+=("device tests")
+tail -80 "$out/tests.log"
 
 for variant in 4x1 4x2; do  # each forward block shape on every D (ATTN_CUDA_FORWARD), bf16 and fp16
   echo "== device tests, forward $variant"
-  ATTN_CUDA_FORWARD=$variant python3 -m pytest -q --tb=line -p no:cacheprovider -k "16 and not zz" tests/cuda 2>&1 | tail -3
+  ATTN_CUDA_FORWARD=$variant python3 -m pytest -q --tb=line -p no:cacheprovider -k "16 and not zz" tests/cuda \
+    > "$out/tests_$variant.log" 2>&1 || failed+=("device tests, forward $variant")
+  tail -3 "$out/tests_$variant.log"
 done
+
+if [ -x "$bin/attn_tests" ]; then  # the host API against float64 (tests/unit/test_cuda.cpp), when carried
+  echo "== attn_tests (cuda)"
+  "$bin/attn_tests" --gtest_filter='*cuda*' > "$out/unit.log" 2>&1 || failed+=("attn_tests cuda")
+  tail -3 "$out/unit.log"
+fi
 
 echo "== compute-sanitizer"
 python3 - "$out" <<'PY'
@@ -37,20 +48,29 @@ for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --error-exitcode 9 "$bin/attn" sdpa --device cuda --dtype $dt --causal \
       --query "$out/q.npy" --key "$out/k.npy" --value "$out/v.npy" --attn-mask "$out/mask.npy" -o "$out/o.npy" \
       --grad-output "$out/go.npy" --dq "$out/dq.npy" --dk "$out/dk.npy" --dv "$out/dv.npy" > "$out/san_${tool}_${dt}.log" 2>&1
-    echo "$tool $dt (D=64, mask, causal, GQA, fwd+bwd): exit $? $(grep -E 'ERROR SUMMARY' "$out/san_${tool}_${dt}.log")"
+    status=$?
+    [ $status = 0 ] || failed+=("$tool $dt")
+    echo "$tool $dt (D=64, mask, causal, GQA, fwd+bwd): exit $status $(grep -E 'ERROR SUMMARY' "$out/san_${tool}_${dt}.log")"
   done
   compute-sanitizer --tool $tool --error-exitcode 9 "$bin/attn" sdpa --device cuda --dtype bf16 \
     --query "$out/q7.npy" --key "$out/k7.npy" --value "$out/v7.npy" -o "$out/o7.npy" \
     --grad-output "$out/go7.npy" --dq "$out/dq7.npy" --dk "$out/dk7.npy" --dv "$out/dv7.npy" > "$out/san7.log" 2>&1
-  echo "$tool bf16 (D=7, CUDA cores, fwd+bwd): exit $? $(grep -E 'ERROR SUMMARY' "$out/san7.log")"
+  status=$?
+  [ $status = 0 ] || failed+=("$tool bf16 D=7")
+  echo "$tool bf16 (D=7, CUDA cores, fwd+bwd): exit $status $(grep -E 'ERROR SUMMARY' "$out/san7.log")"
 done
 rm -f "$out"/*.npy
 
-[ "$quick" = quick ] && exit 0
+report() {
+  if [ ${#failed[@]} -gt 0 ]; then echo "FAILED: ${failed[*]}"; exit 1; fi
+  echo "all checks passed"
+}
+[ "$quick" = quick ] && report
 echo "== the forward's block shapes"
 for variant in 4x1 4x2 default; do
   ATTN_CUDA_FORWARD=$variant "$bin/attn" bench --device cuda --dtype bf16 --reps 30 1,4096,16,128 4,2048,16,64 8,1024,32,128 2>&1 | sed "s/^/$variant /"
   ATTN_CUDA_FORWARD=$variant "$bin/attn" bench --device cuda --dtype bf16 --reps 30 --causal 1,4096,16,128 4,2048,16,64 8,1024,32,128 2>&1 | sed "s/^/$variant /"
 done | tee "$out/variants.txt" | sed 's/(cuda: .*//'
 echo "== benchmark"
-python3 bench/gpu/sdpa_vs_torch.py --reps 10 --json "$out/bench.jsonl" 2>&1 | tee "$out/bench.txt"
+python3 bench/gpu/sdpa_vs_torch.py --reps 10 --json "$out/bench.jsonl" 2>&1 | tee "$out/bench.txt" || failed+=("benchmark")
+report

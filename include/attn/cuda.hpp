@@ -35,13 +35,19 @@ const char* precision_name(precision p);
 // with D = Dv in {32, 64, 96, 128}, CUDA cores (float32 arithmetic) otherwise.
 std::string forward_path(precision p, int64_t head_dim, int64_t value_dim);
 
+// check_sdpa_shapes, and what the GPU adds: head sizes up to 256, B·H up to 65535, sequence
+// lengths up to 2^30. A usage error naming what does not fit.
+void check_shapes(const tensor& q, const tensor& k, const tensor& v, const tensor* mask);
+
 // attn::sdpa_forward on the GPU: o [B, H, L, Dv] and, when lse_out is given, lse [B, H, L].
-// Head dimensions up to 256. The weights (weights_out of attn::sdpa) are not formed there.
+// options.dtype is not read (the precision says it); options.kernel must be fused. The weights
+// (weights_out of attn::sdpa) are not formed there. float16 refuses inputs past ±65504.
 tensor sdpa(const tensor& q, const tensor& k, const tensor& v, const sdpa_options& options, precision p,
             tensor* lse_out = nullptr);
 
 // attn::sdpa_backward on the GPU, from the forward's o and lse (from cuda::sdpa with the same
-// precision). Deterministic: each gradient row is written by one thread, no atomics.
+// precision). Deterministic: each gradient row has one writer, no atomics: the same bits on
+// every run.
 sdpa_gradients sdpa_backward(const tensor& q, const tensor& k, const tensor& v, const tensor& o,
                              const tensor& lse, const tensor& grad_o, const sdpa_options& options,
                              precision p);

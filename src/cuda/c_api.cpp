@@ -1,7 +1,8 @@
 // libattn_cuda.so: the CUDA kernels behind a C interface on device pointers, for callers that
-// hold GPU memory already (PyTorch tensors through ctypes: tests/cuda/, bench/gpu/). Tensors are
-// dense, row-major, as in cuda_problem.hpp. Each function returns 0, or -1 with the message
-// left for attn_cuda_last_error().
+// hold GPU memory already (PyTorch tensors through ctypes: tests/cuda/, bench/gpu/). Tensors must
+// be dense and row-major, as in cuda_problem.hpp (the caller checks: a pointer carries no
+// strides); a tensor not 16-byte aligned takes the CUDA-core path. Each function returns 0, or
+// -1 with the message left for attn_cuda_last_error().
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -19,6 +20,9 @@ attn::cuda_kernels::attention_problem problem(int type, const void* q, const voi
                                               float* lse, int64_t B, int64_t H, int64_t Hkv, int64_t L, int64_t S,
                                               int64_t D, int64_t Dv, float scale, int causal, const float* mask,
                                               const int64_t* mask_strides) {
+  if (B < 0 || L < 0 || S < 0 || D < 1 || Dv < 1) throw std::runtime_error("sizes must not be negative (D, Dv at least 1)");
+  if (mask != nullptr && mask_strides == nullptr) throw std::runtime_error("a mask needs its four strides");
+  if (q == nullptr || k == nullptr || v == nullptr || o == nullptr) throw std::runtime_error("a tensor pointer is null");
   attn::cuda_kernels::attention_problem p;
   p.B = B, p.H = H, p.Hkv = Hkv, p.L = L, p.S = S, p.D = D, p.Dv = Dv;
   p.q = q, p.k = k, p.v = v, p.o = o, p.lse = lse;

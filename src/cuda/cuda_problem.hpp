@@ -30,11 +30,13 @@ struct attention_gradients {
   void *dq = nullptr, *dk = nullptr, *dv = nullptr;
 };
 
-// Which forward ran: "tensor cores (mma.sync, 16 rows a warp)" or "CUDA cores (float32)".
+// The forward these types and head sizes take (with 16-byte aligned tensors, as cudaMalloc's
+// are): "tensor cores (mma.sync m16n8k16, float32 accumulation)" or "CUDA cores (float32)".
 const char* forward_path(const attention_problem& p);
 
 // Launch on `stream` (a cudaStream_t; null = the default stream). They throw std::runtime_error
-// carrying CUDA's message when a launch fails; they do not synchronise.
+// carrying CUDA's message when a launch fails, or for B·H above 65535 (one launch's grid) or
+// head sizes above 256; they do not synchronise.
 void flash_forward(const attention_problem& p, void* stream);
 // Recomputes P from lse; deterministic (no atomics: each gradient row has one writer).
 // `workspace` holds B·H·L floats (the rows' dO·O).

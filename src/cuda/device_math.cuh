@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cstdint>
+#include <type_traits>
 
 namespace attn::cuda_kernels {
 
@@ -81,6 +82,11 @@ __device__ __forceinline__ float exp2_approx(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
+
+// The sums' type: float64 for float32 inputs (H100-class GPUs run it at half the float32 rate;
+// this path is the fallback, and float32 inputs ask for float32's accuracy), float32 otherwise.
+template <typename T>
+using sum_t = typename std::conditional<std::is_same<T, float>::value, double, float>::type;
 
 constexpr float log2_e = 1.4426950408889634f;
 constexpr float ln_2 = 0.6931471805599453f;

@@ -1,13 +1,12 @@
 // The fused forward and backward on CUDA cores, for every shape and element type (float32 too):
 // one thread per query row (forward, dQ) or key row (dK, dV), key or query tiles shared through
-// shared memory, float32 arithmetic with float64 sums for float32 inputs (sum_t). Simple and exact to float32 rounding; the tensor-core
-// forward (flash_forward_mma.cuh) is the fast path where its shapes apply. The backward
-// recomputes P from the forward's lse and writes each gradient row from one thread: no atomics,
-// the same bits from run to run.
+// shared memory, float32 arithmetic with float64 sums for float32 inputs (sum_t). Simple, and
+// exact to float32 rounding; the tensor-core kernels are the fast path where their shapes
+// apply. The backward recomputes P from the forward's lse and writes each gradient row from one
+// thread: no atomics, the same bits from run to run.
 #pragma once
 
 #include <cmath>
-#include <type_traits>
 
 #include "cuda/cuda_problem.hpp"
 #include "cuda/device_math.cuh"
@@ -16,11 +15,6 @@ namespace attn::cuda_kernels {
 
 constexpr int cores_rows = 64;  // threads (rows) per block
 constexpr int cores_tile = 16;  // rows of the other operand per shared-memory tile
-
-// The sums' type: float64 for float32 inputs (H100-class GPUs run it at half the float32 rate;
-// this path is the fallback, and float32 inputs ask for float32's accuracy), float32 otherwise.
-template <typename T>
-using sum_t = typename std::conditional<std::is_same<T, float>::value, double, float>::type;
 
 struct cores_args {
   int H, Hkv, L, S, D, Dv;
@@ -93,21 +87,6 @@ flash_forward_cores_kernel(const T* __restrict__ q, const T* __restrict__ k, con
   for (int d = 0; d < a.Dv; ++d)
     o[(static_cast<int64_t>(bh) * a.L + i) * a.Dv + d] = from_float<T>(static_cast<float>(acc[d] * inv));
   if (lse != nullptr) lse[static_cast<int64_t>(bh) * a.L + i] = l > 0 ? m + static_cast<float>(log(l)) : -INFINITY;
-}
-
-// The backward's row term: delta_i = Σ_d dO[i,d]·O[i,d] (dS = P ∘ (dP − delta)); a warp a row,
-// its lanes reading adjacent elements. Blocks of 256 threads: 8 rows each.
-template <typename T>
-__global__ void row_delta_kernel(const T* __restrict__ o, const T* __restrict__ grad_o, float* __restrict__ delta,
-                                 int64_t rows, int Dv) {
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (r >= rows) return;
-  sum_t<T> sum = 0;
-  for (int d = lane; d < Dv; d += 32) sum += static_cast<sum_t<T>>(to_float(o[r * Dv + d])) * to_float(grad_o[r * Dv + d]);
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-  if (lane == 0) delta[r] = static_cast<float>(sum);
 }
 
 // dK and dV: one thread per key row of a K/V head, over every query row of the query heads

@@ -1,16 +1,18 @@
-// Which kernel runs an attention problem, and its launch: the tensor-core forward for bf16/fp16
-// with D = Dv in {32, 64, 96, 128}; the CUDA-core kernels for every other shape, for float32,
-// and for the backward.
+// Which kernel runs an attention problem, and its launch: the tensor-core forward and backward
+// for bf16/fp16 with D = Dv in {32, 64, 96, 128} and 16-byte aligned tensors; the CUDA-core
+// kernels for every other shape and for float32.
 #include <cuda_runtime.h>
 
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "cuda/cuda_problem.hpp"
 #include "cuda/flash_backward_mma.cuh"
 #include "cuda/flash_cuda_cores.cuh"
 #include "cuda/flash_forward_mma.cuh"
+#include "cuda/row_delta.cuh"
 
 namespace attn::cuda_kernels {
 
@@ -25,27 +27,50 @@ bool tensor_core_shape(const attention_problem& p) {
   return p.type != element::float32 && p.D == p.Dv && (p.D == 32 || p.D == 64 || p.D == 96 || p.D == 128);
 }
 
+// cp.async and the paired stores move 16 and 4 bytes at a time: a view at an odd offset (a
+// caller's device pointer) takes the CUDA-core path instead.
+bool aligned_16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+bool tensor_core_ready(const attention_problem& p, const attention_gradients* g = nullptr) {
+  bool ok = tensor_core_shape(p) && aligned_16(p.q) && aligned_16(p.k) && aligned_16(p.v) && aligned_16(p.o);
+  if (g != nullptr) ok = ok && aligned_16(g->grad_o) && aligned_16(g->dq) && aligned_16(g->dk) && aligned_16(g->dv);
+  return ok;
+}
+
+// One launch covers every (batch, head) in gridDim.y, which CUDA caps at 65535.
+void check_grid(const attention_problem& p) {
+  constexpr int64_t max_heads = 65535, max_rows = int64_t{1} << 30;
+  if (p.B * p.H > max_heads || p.B * p.Hkv > max_heads)
+    throw std::runtime_error("B·H = " + std::to_string(p.B * p.H) + " (batch × heads) is above 65535, the most one CUDA launch takes");
+  if (p.L > max_rows || p.S > max_rows) throw std::runtime_error("sequence lengths above 2^30 are not supported on CUDA");
+}
+
 // The tensor-core forward's block: 4 warps of MT 16-row tiles each. Measured on an H100
 // (docs/GPU.md): two tiles a warp pay at D >= 96 (each K and V fragment read from shared memory
 // serves 32 rows: 1,4096,16,128 at 283 TFLOP/s against 217), not at D = 64 (202 against 198,
 // 154 against 164 causal). Tried and dropped: 8 warps of one tile (no gain) and 128-key tiles
 // at D = 64 (slower: fewer blocks fit). ATTN_CUDA_FORWARD=4x1 or 4x2 forces one.
-int rows_tiles_per_warp(int64_t D) {
-  const char* env = std::getenv("ATTN_CUDA_FORWARD");
-  const std::string v = env != nullptr ? env : "";
-  if (v == "4x1") return 1;
-  if (v == "4x2") return 2;
+int row_tiles_per_warp(int64_t D) {
+  static const int forced = [] {
+    const char* env = std::getenv("ATTN_CUDA_FORWARD");
+    const std::string v = env != nullptr ? env : "";
+    return v == "4x1" ? 1 : v == "4x2" ? 2 : 0;
+  }();
+  if (forced != 0) return forced;
   return D >= 96 ? 2 : 1;
+}
+
+template <typename K>
+void allow_shared(K kernel, int bytes, const char* what) {
+  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
 template <typename T, int D, int WARPS, int MT>
 void launch_mma(const attention_problem& p, cudaStream_t stream) {
   auto kernel = flash_forward_mma_kernel<T, D, WARPS, MT>;
   constexpr int bytes = flash_forward_mma_shared_bytes<T, D, WARPS, MT>();
-  static const bool configured = [&] {
-    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess;
-  }();
-  if (!configured) check_launch("cudaFuncSetAttribute (shared memory of the tensor-core forward)");
+  // Per call, not cached: the setting belongs to the current device, and costs next to nothing.
+  allow_shared(kernel, bytes, "cudaFuncSetAttribute (shared memory of the tensor-core forward)");
   constexpr int rows = 16 * WARPS * MT;
   const dim3 grid(static_cast<unsigned>((p.L + rows - 1) / rows), static_cast<unsigned>(p.B * p.H));
   kernel<<<grid, WARPS * 32, bytes, stream>>>(
@@ -57,7 +82,7 @@ void launch_mma(const attention_problem& p, cudaStream_t stream) {
 
 template <typename T, int D>
 void launch_mma_warps(const attention_problem& p, cudaStream_t stream) {
-  if (rows_tiles_per_warp(D) == 2) return launch_mma<T, D, 4, 2>(p, stream);
+  if (row_tiles_per_warp(D) == 2) return launch_mma<T, D, 4, 2>(p, stream);
   launch_mma<T, D, 4, 1>(p, stream);
 }
 
@@ -104,11 +129,6 @@ void launch_cores_backward(const attention_problem& p, const attention_gradients
   check_launch("the backward's dQ");
 }
 
-template <typename K>
-void allow_shared(K kernel, int bytes, const char* what) {
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess) check_launch(what);
-}
-
 void launch_row_delta(const attention_problem& p, const attention_gradients& g, float* delta, cudaStream_t stream) {
   const int64_t rows = p.B * p.H * p.L;
   auto launch = [&](auto zero) {
@@ -130,12 +150,8 @@ void launch_mma_backward(const attention_problem& p, const attention_gradients& 
   const mma_backward_args a{static_cast<int>(p.H), static_cast<int>(p.Hkv), static_cast<int>(p.L), static_cast<int>(p.S),
                             p.mask, p.ms[0], p.ms[1], p.ms[2], p.ms[3], p.scale, p.scale * log2_e, p.causal};
   constexpr int dkdv_bytes = dkdv_mma_shared_bytes<T, D>(), dq_bytes = dq_mma_shared_bytes<T, D>();
-  static const bool configured = [] {
-    allow_shared(flash_backward_dkdv_mma_kernel<T, D>, dkdv_bytes, "cudaFuncSetAttribute (dK, dV)");
-    allow_shared(flash_backward_dq_mma_kernel<T, D>, dq_bytes, "cudaFuncSetAttribute (dQ)");
-    return true;
-  }();
-  (void)configured;
+  allow_shared(flash_backward_dkdv_mma_kernel<T, D>, dkdv_bytes, "cudaFuncSetAttribute (dK, dV)");
+  allow_shared(flash_backward_dq_mma_kernel<T, D>, dq_bytes, "cudaFuncSetAttribute (dQ)");
   constexpr int rows = 16 * mma_backward_warps;
   flash_backward_dkdv_mma_kernel<T, D><<<rows_grid_of(p.S, p.B * p.Hkv, rows), mma_backward_warps * 32, dkdv_bytes, stream>>>(
       static_cast<const T*>(p.q), static_cast<const T*>(p.k), static_cast<const T*>(p.v), static_cast<const T*>(g.grad_o),
@@ -187,7 +203,8 @@ void flash_forward(const attention_problem& p, void* stream_ptr) {
   auto stream = static_cast<cudaStream_t>(stream_ptr);
   if (p.B * p.H * p.L == 0) return;
   if (p.D > 256 || p.Dv > 256) throw std::runtime_error("head dimensions above 256 are not supported on CUDA");
-  if (tensor_core_shape(p)) {
+  check_grid(p);
+  if (tensor_core_ready(p)) {
     if (p.type == element::bf16) return launch_mma_typed<__nv_bfloat16>(p, stream);
     return launch_mma_typed<__half>(p, stream);
   }
@@ -201,15 +218,18 @@ void flash_forward(const attention_problem& p, void* stream_ptr) {
 void flash_backward(const attention_problem& p, const attention_gradients& g, float* workspace, void* stream_ptr) {
   auto stream = static_cast<cudaStream_t>(stream_ptr);
   if (p.D > 256 || p.Dv > 256) throw std::runtime_error("head dimensions above 256 are not supported on CUDA");
-  if (p.L == 0 || p.S == 0) {  // nothing attends: every gradient is 0
+  if (p.B * p.H * p.L == 0 || p.S == 0) {  // nothing attends: every gradient is 0
     const size_t bytes = p.type == element::float32 ? 4 : 2;
-    cudaMemsetAsync(g.dq, 0, static_cast<size_t>(p.B * p.H * p.L * p.D) * bytes, stream);
-    cudaMemsetAsync(g.dk, 0, static_cast<size_t>(p.B * p.Hkv * p.S * p.D) * bytes, stream);
-    cudaMemsetAsync(g.dv, 0, static_cast<size_t>(p.B * p.Hkv * p.S * p.Dv) * bytes, stream);
-    return check_launch("zeroing the gradients");
+    for (auto [ptr, n] : {std::pair{g.dq, p.B * p.H * p.L * p.D}, std::pair{g.dk, p.B * p.Hkv * p.S * p.D},
+                          std::pair{g.dv, p.B * p.Hkv * p.S * p.Dv}}) {
+      const cudaError_t e = n > 0 ? cudaMemsetAsync(ptr, 0, static_cast<size_t>(n) * bytes, stream) : cudaSuccess;
+      if (e != cudaSuccess) throw std::runtime_error(std::string("zeroing the gradients: ") + cudaGetErrorString(e));
+    }
+    return;
   }
+  check_grid(p);
   launch_row_delta(p, g, workspace, stream);
-  if (tensor_core_shape(p)) {
+  if (tensor_core_ready(p, &g)) {
     if (p.type == element::bf16) return launch_mma_backward_typed<__nv_bfloat16>(p, g, workspace, stream);
     return launch_mma_backward_typed<__half>(p, g, workspace, stream);
   }

@@ -1,77 +1,42 @@
-// attn::cuda: host tensors to the CUDA kernels and back (device buffers, conversions, the
-// problem's description), the device's name, and the kernels' timing.
+// attn::cuda: host tensors to the CUDA kernels and back (conversions, the problem's
+// description), the device's name and the precisions' names.
 #include "attn/cuda.hpp"
 
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
 #include "attn/error.hpp"
 #include "cuda/cuda_problem.hpp"
+#include "cuda/device_buffer.hpp"
 #include "kernels/sdpa_problem.hpp"
 
 namespace attn::cuda {
 
+using namespace detail;
+
 namespace {
 
-using cuda_kernels::element;
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(fmt::format("CUDA: {}: {}", what, cudaGetErrorString(e)));
+// float16 holds magnitudes up to 65504: a larger value would become inf on the way in.
+void check_float16_range(const tensor& c, precision p, const char* name) {
+  if (p != precision::float16) return;
+  float largest = 0;
+  for (float x : c.values()) largest = std::max(largest, std::abs(x));
+  if (largest > 65504.0f)
+    throw_usage(fmt::format("{} holds {:.6g}, past float16's largest value (65504): use bf16 or float32", name, largest));
 }
-
-// Kernel launch failures come back as std::runtime_error; they name the kernel.
-template <typename F>
-void run_kernels(F&& f) {
-  try {
-    f();
-  } catch (const std::runtime_error& e) {
-    if (dynamic_cast<const attn::error*>(&e) != nullptr) throw;
-    throw std::runtime_error(fmt::format("CUDA: {}", e.what()));
-  }
-}
-
-void require_device() {
-  if (!available()) throw_usage("no CUDA device answers on this machine (--device cuda needs one)");
-}
-
-element to_element(precision p) {
-  switch (p) {
-    case precision::float32: return element::float32;
-    case precision::bf16: return element::bf16;
-    case precision::float16: return element::float16;
-  }
-  return element::float32;
-}
-
-size_t element_bytes(precision p) { return p == precision::float32 ? 4 : 2; }
-
-// One device allocation, freed with its owner.
-class device_buffer {
- public:
-  explicit device_buffer(size_t bytes) {
-    if (bytes > 0) check(cudaMalloc(&ptr_, bytes), "cudaMalloc");
-  }
-  ~device_buffer() {
-    if (ptr_ != nullptr) cudaFree(ptr_);
-  }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
-  void* get() const { return ptr_; }
-  float* floats() const { return static_cast<float*>(ptr_); }
-
- private:
-  void* ptr_ = nullptr;
-};
 
 // A float32 host tensor on the device in the element type (dense, row-major).
 struct device_tensor {
   device_buffer data;
-  device_tensor(const tensor& t, precision p) : data(static_cast<size_t>(t.numel()) * element_bytes(p)) {
+  device_tensor(const tensor& t, precision p, const char* name) : data(static_cast<size_t>(t.numel()) * element_bytes(p)) {
     const tensor c = t.contiguous();
+    check_float16_range(c, p, name);
     device_buffer staging(static_cast<size_t>(c.numel()) * sizeof(float));
     check(cudaMemcpy(staging.get(), c.data(), c.numel() * sizeof(float), cudaMemcpyHostToDevice), "copy to the device");
     run_kernels([&] { cuda_kernels::convert_from_float(to_element(p), staging.floats(), data.get(), c.numel(), nullptr); });
@@ -87,9 +52,9 @@ tensor to_host(const void* src, precision p, const shape_t& shape) {
   return out;
 }
 
-void check_head_dims(const tensor& q, const tensor& v) {
-  if (q.dim(3) > 256 || v.dim(3) > 256)
-    throw_usage(fmt::format("head dimensions above 256 (D = {}, Dv = {}) are not supported on CUDA", q.dim(3), v.dim(3)));
+void check_options(const sdpa_options& options) {
+  if (options.kernel == sdpa_kernel::reference)
+    throw_usage("the float64 reference kernel runs on the cpu only (attn::ref::sdpa)");
 }
 
 // The problem on the device: sizes, scale and the mask's broadcast strides as the CPU kernels
@@ -110,6 +75,17 @@ cuda_kernels::attention_problem describe(const tensor& q, const tensor& k, const
 }
 
 }  // namespace
+
+void check_shapes(const tensor& q, const tensor& k, const tensor& v, const tensor* mask) {
+  check_sdpa_shapes(q, k, v, mask);
+  if (q.dim(3) > 256 || v.dim(3) > 256)
+    throw_usage(fmt::format("head sizes above 256 (D = {}, Dv = {}) are not supported on CUDA", q.dim(3), v.dim(3)));
+  if (q.dim(0) * q.dim(1) > 65535)
+    throw_usage(fmt::format("B·H = {} (batch × heads) is above 65535, the most one CUDA launch takes",
+                            q.dim(0) * q.dim(1)));
+  if (q.dim(2) > (int64_t{1} << 30) || k.dim(2) > (int64_t{1} << 30))
+    throw_usage("sequence lengths above 2^30 are not supported on CUDA");
+}
 
 bool built() { return true; }
 
@@ -153,13 +129,13 @@ std::string forward_path(precision p, int64_t head_dim, int64_t value_dim) {
 
 tensor sdpa(const tensor& q, const tensor& k, const tensor& v, const sdpa_options& options, precision p,
             tensor* lse_out) {
-  check_sdpa_shapes(q, k, v, options.attn_mask);
-  check_head_dims(q, v);
+  check_shapes(q, k, v, options.attn_mask);
+  check_options(options);
   require_device();
   std::optional<tensor> mask_c;
   if (options.attn_mask != nullptr) mask_c = options.attn_mask->contiguous();
   cuda_kernels::attention_problem d = describe(q, k, v, options, p, mask_c ? &*mask_c : nullptr);
-  const device_tensor dq(q, p), dk(k, p), dv(v, p);
+  const device_tensor dq(q, p, "q"), dk(k, p, "k"), dv(v, p, "v");
   device_buffer dmask(mask_c ? static_cast<size_t>(mask_c->numel()) * sizeof(float) : 0);
   if (mask_c)
     check(cudaMemcpy(dmask.get(), mask_c->data(), mask_c->numel() * sizeof(float), cudaMemcpyHostToDevice), "copy the mask");
@@ -179,8 +155,8 @@ tensor sdpa(const tensor& q, const tensor& k, const tensor& v, const sdpa_option
 sdpa_gradients sdpa_backward(const tensor& q, const tensor& k, const tensor& v, const tensor& o,
                              const tensor& lse, const tensor& grad_o, const sdpa_options& options,
                              precision p) {
-  check_sdpa_shapes(q, k, v, options.attn_mask);
-  check_head_dims(q, v);
+  check_shapes(q, k, v, options.attn_mask);
+  check_options(options);
   const shape_t out_shape = {q.dim(0), q.dim(1), q.dim(2), v.dim(3)};
   if (o.shape() != out_shape || grad_o.shape() != out_shape)
     throw_usage(fmt::format("o and grad_o must have the output's shape {}", shape_to_string(out_shape)));
@@ -190,72 +166,22 @@ sdpa_gradients sdpa_backward(const tensor& q, const tensor& k, const tensor& v, 
   std::optional<tensor> mask_c;
   if (options.attn_mask != nullptr) mask_c = options.attn_mask->contiguous();
   cuda_kernels::attention_problem d = describe(q, k, v, options, p, mask_c ? &*mask_c : nullptr);
-  const device_tensor dq_in(q, p), dk_in(k, p), dv_in(v, p), do_(o, p), dgo(grad_o, p);
+  const device_tensor q_dev(q, p, "q"), k_dev(k, p, "k"), v_dev(v, p, "v"), o_dev(o, p, "o"), grad_o_dev(grad_o, p, "grad_o");
   device_buffer dmask(mask_c ? static_cast<size_t>(mask_c->numel()) * sizeof(float) : 0);
   if (mask_c)
     check(cudaMemcpy(dmask.get(), mask_c->data(), mask_c->numel() * sizeof(float), cudaMemcpyHostToDevice), "copy the mask");
   const tensor lse_c = lse.contiguous();
   device_buffer dlse(static_cast<size_t>(lse_c.numel()) * sizeof(float));
   check(cudaMemcpy(dlse.get(), lse_c.data(), lse_c.numel() * sizeof(float), cudaMemcpyHostToDevice), "copy lse");
-  device_buffer gq(static_cast<size_t>(q.numel()) * element_bytes(p)), gk(static_cast<size_t>(k.numel()) * element_bytes(p)),
-      gv(static_cast<size_t>(v.numel()) * element_bytes(p)), workspace(static_cast<size_t>(d.B * d.H * d.L) * sizeof(float));
-  d.q = dq_in.data.get(), d.k = dk_in.data.get(), d.v = dv_in.data.get(), d.o = do_.data.get(), d.lse = dlse.floats();
+  device_buffer grad_q(static_cast<size_t>(q.numel()) * element_bytes(p)),
+      grad_k(static_cast<size_t>(k.numel()) * element_bytes(p)), grad_v(static_cast<size_t>(v.numel()) * element_bytes(p)),
+      workspace(static_cast<size_t>(d.B * d.H * d.L) * sizeof(float));
+  d.q = q_dev.data.get(), d.k = k_dev.data.get(), d.v = v_dev.data.get(), d.o = o_dev.data.get(), d.lse = dlse.floats();
   d.mask = mask_c ? dmask.floats() : nullptr;
-  const cuda_kernels::attention_gradients g{dgo.data.get(), gq.get(), gk.get(), gv.get()};
+  const cuda_kernels::attention_gradients g{grad_o_dev.data.get(), grad_q.get(), grad_k.get(), grad_v.get()};
   run_kernels([&] { cuda_kernels::flash_backward(d, g, workspace.floats(), nullptr); });
   check(cudaDeviceSynchronize(), "the backward");
-  return {to_host(gq.get(), p, q.shape()), to_host(gk.get(), p, k.shape()), to_host(gv.get(), p, v.shape())};
-}
-
-timing time_sdpa(int64_t B, int64_t H, int64_t L, int64_t D, bool causal, precision p, int repeats, bool backward) {
-  require_device();
-  if (B < 1 || H < 1 || L < 1 || D < 1 || D > 256) throw_usage("time_sdpa: sizes must be positive, D at most 256");
-  repeats = std::max(repeats, 1);
-  const int64_t n = B * H * L * D;
-  const size_t bytes = static_cast<size_t>(n) * element_bytes(p);
-  device_buffer q(bytes), k(bytes), v(bytes), o(bytes), go(bytes), gq(bytes), gk(bytes), gv(bytes);
-  device_buffer lse(static_cast<size_t>(B * H * L) * sizeof(float)), workspace(static_cast<size_t>(B * H * L) * sizeof(float));
-  run_kernels([&] {
-    cuda_kernels::fill_uniform(to_element(p), q.get(), n, 1, nullptr);
-    cuda_kernels::fill_uniform(to_element(p), k.get(), n, 2, nullptr);
-    cuda_kernels::fill_uniform(to_element(p), v.get(), n, 3, nullptr);
-    cuda_kernels::fill_uniform(to_element(p), go.get(), n, 4, nullptr);
-  });
-  cuda_kernels::attention_problem d;
-  d.B = B, d.H = H, d.Hkv = H, d.L = L, d.S = L, d.D = D, d.Dv = D;
-  d.q = q.get(), d.k = k.get(), d.v = v.get(), d.o = o.get(), d.lse = lse.floats();
-  d.causal = causal;
-  d.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
-  d.type = to_element(p);
-  const cuda_kernels::attention_gradients g{go.get(), gq.get(), gk.get(), gv.get()};
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
-  auto median_of = [&](auto&& body) {
-    for (int w = 0; w < 3; ++w) run_kernels(body);
-    std::vector<double> seconds;
-    for (int r = 0; r < repeats; ++r) {
-      check(cudaEventRecord(start), "cudaEventRecord");
-      run_kernels(body);
-      check(cudaEventRecord(stop), "cudaEventRecord");
-      check(cudaEventSynchronize(stop), "the timed kernels");
-      float ms = 0;
-      check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-      seconds.push_back(ms * 1e-3);
-    }
-    std::sort(seconds.begin(), seconds.end());
-    return seconds[seconds.size() / 2];
-  };
-  timing t;
-  t.forward_s = median_of([&] { cuda_kernels::flash_forward(d, nullptr); });
-  if (backward)
-    t.forward_backward_s = median_of([&] {
-      cuda_kernels::flash_forward(d, nullptr);
-      cuda_kernels::flash_backward(d, g, workspace.floats(), nullptr);
-    });
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return t;
+  return {to_host(grad_q.get(), p, q.shape()), to_host(grad_k.get(), p, k.shape()), to_host(grad_v.get(), p, v.shape())};
 }
 
 }  // namespace attn::cuda

@@ -14,6 +14,7 @@ namespace {
 bool built() { return false; }
 bool available() { return false; }
 std::string device_name() { not_built(); }
+void check_shapes(const tensor&, const tensor&, const tensor&, const tensor*) { not_built(); }
 precision parse_precision(const std::string&) { not_built(); }
 const char* precision_name(precision) { not_built(); }
 std::string forward_path(precision, int64_t, int64_t) { not_built(); }

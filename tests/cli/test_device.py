@@ -31,11 +31,6 @@ def test_device_cpu_is_the_default(attn, qkv, tmp_path):
     assert np.array_equal(np.load(a), np.load(b))
 
 
-def cuda_usable(attn, qkv, tmp_path):
-    r = attn(*sdpa_args(qkv, tmp_path / "probe.npy", "--device", "cuda"))
-    return r.code == 0
-
-
 def test_device_cuda_without_a_gpu_build_is_one_usage_error(attn, qkv, tmp_path):
     out = tmp_path / "o.npy"
     r = attn(*sdpa_args(qkv, out, "--device", "cuda", "--dtype", "bf16"))

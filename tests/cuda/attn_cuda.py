@@ -35,6 +35,19 @@ def forward_path(dtype, D, Dv):
     return lib().attn_cuda_forward_path(_TYPES[dtype], D, Dv).decode()
 
 
+def _require(*tensors):
+    """The C interface reads raw pointers: dense CUDA tensors of one supported dtype."""
+    dtype = tensors[0].dtype
+    for t in tensors:
+        if not t.is_cuda or not t.is_contiguous() or t.dtype != dtype or dtype not in _TYPES:
+            raise ValueError("attn_cuda takes contiguous CUDA tensors of one dtype (float32, bfloat16, float16); "
+                             f"got {t.dtype}, contiguous={t.is_contiguous()}, device={t.device}")
+
+
+def _stream():
+    return ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+
+
 def _check(rc):
     if rc != 0:
         raise RuntimeError(lib().attn_cuda_last_error().decode())
@@ -62,10 +75,13 @@ def sdpa_forward(q, k, v, causal=False, scale=None, mask=None, out=None, lse=Non
         out = torch.empty(B, H, L, Dv, dtype=q.dtype, device=q.device)
     if lse is None:
         lse = torch.empty(B, H, L, dtype=torch.float32, device=q.device)
+    _require(q, k, v, out)
+    _require(lse)
     scale = D ** -0.5 if scale is None else scale
     keep, mptr, ms = _mask_args(mask, B, H, L, S)
     _check(lib().attn_cuda_sdpa_forward(_TYPES[q.dtype], q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
-                                        lse.data_ptr(), B, H, Hkv, L, S, D, Dv, scale, int(causal), mptr, ms, None))
+                                        lse.data_ptr(), B, H, Hkv, L, S, D, Dv, scale, int(causal), mptr, ms,
+                                        _stream()))
     return out, lse
 
 
@@ -75,11 +91,13 @@ def sdpa_backward(q, k, v, o, lse, grad_o, causal=False, scale=None, mask=None, 
     dq = torch.empty_like(q) if dq is None else dq
     dk = torch.empty_like(k) if dk is None else dk
     dv = torch.empty_like(v) if dv is None else dv
+    _require(q, k, v, o, grad_o, dq, dk, dv)
+    _require(lse)
     work = torch.empty(B * H * L, dtype=torch.float32, device=q.device)
     scale = D ** -0.5 if scale is None else scale
     keep, mptr, ms = _mask_args(mask, B, H, L, S)
     _check(lib().attn_cuda_sdpa_backward(_TYPES[q.dtype], q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
                                          lse.data_ptr(), grad_o.data_ptr(), dq.data_ptr(), dk.data_ptr(),
                                          dv.data_ptr(), work.data_ptr(), B, H, Hkv, L, S, D, Dv, scale,
-                                         int(causal), mptr, ms, None))
+                                         int(causal), mptr, ms, _stream()))
     return dq, dk, dv

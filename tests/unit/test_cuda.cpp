@@ -4,9 +4,11 @@
 // against PyTorch are tests/cuda/, run by scripts/gpu_check.sh). A CUDA build without a GPU skips.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
+#include <tuple>
 
 #include "attn/cuda.hpp"
 #include "attn/error.hpp"
@@ -49,6 +51,29 @@ TEST(cuda, without_cuda_every_call_says_how_to_build_it) {
   }
   EXPECT_THROW(attn::cuda::device_name(), attn::error);
   EXPECT_THROW(attn::cuda::time_sdpa(1, 1, 64, 64, false, attn::cuda::precision::bf16, 1, false), attn::error);
+}
+
+// What the GPU cannot take is a usage error before any device work (a CUDA build; no GPU needed).
+TEST(cuda, limits_are_usage_errors) {
+  if (!attn::cuda::built()) GTEST_SKIP() << "built without CUDA";
+  const tensor wide({1, 1, 2, 257}), many({256, 256, 1, 4}), q({1, 2, 3, 8}), k({1, 2, 3, 8});
+  for (auto [qq, kk, what] : {std::tuple{&wide, &wide, "head sizes above 256"}, std::tuple{&many, &many, "above 65535"}}) {
+    try {
+      attn::cuda::check_shapes(*qq, *kk, *kk, nullptr);
+      FAIL() << what;
+    } catch (const attn::error& e) {
+      EXPECT_EQ(e.kind(), attn::error_kind::usage);
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(attn::cuda::check_shapes(q, k, k, nullptr));
+  attn::sdpa_options reference;
+  reference.kernel = attn::sdpa_kernel::reference;
+  EXPECT_THROW(attn::cuda::sdpa(q, k, k, reference, attn::cuda::precision::bf16), attn::error);
+  tensor huge({1, 2, 3, 8}, 70000.0f);  // past float16's largest value
+  if (attn::cuda::available()) {
+    EXPECT_THROW(attn::cuda::sdpa(huge, k, k, {}, attn::cuda::precision::float16), attn::error);
+  }
 }
 
 struct cuda_case {
