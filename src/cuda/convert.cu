@@ -7,6 +7,7 @@
 
 #include "cuda/cuda_problem.hpp"
 #include "cuda/device_math.cuh"
+#include "cuda/launch_check.cuh"
 
 namespace attn::cuda_kernels {
 
@@ -39,11 +40,6 @@ unsigned blocks_for(int64_t n) {
   return static_cast<unsigned>(b < 4096 ? (b < 1 ? 1 : b) : 4096);
 }
 
-void check(const char* what) {
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
 }  // namespace
 
 void convert_from_float(element type, const float* src, void* dst, int64_t n, void* s) {
@@ -54,7 +50,7 @@ void convert_from_float(element type, const float* src, void* dst, int64_t n, vo
     case element::bf16: from_float_kernel<__nv_bfloat16><<<blocks_for(n), 256, 0, stream>>>(src, static_cast<__nv_bfloat16*>(dst), n); break;
     case element::float16: from_float_kernel<__half><<<blocks_for(n), 256, 0, stream>>>(src, static_cast<__half*>(dst), n); break;
   }
-  check("converting to the element type");
+  check_launch("converting to the element type");
 }
 
 void convert_to_float(element type, const void* src, float* dst, int64_t n, void* s) {
@@ -65,7 +61,7 @@ void convert_to_float(element type, const void* src, float* dst, int64_t n, void
     case element::bf16: to_float_kernel<__nv_bfloat16><<<blocks_for(n), 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(src), dst, n); break;
     case element::float16: to_float_kernel<__half><<<blocks_for(n), 256, 0, stream>>>(static_cast<const __half*>(src), dst, n); break;
   }
-  check("converting to float32");
+  check_launch("converting to float32");
 }
 
 void fill_uniform(element type, void* dst, int64_t n, uint64_t seed, void* s) {
@@ -76,7 +72,7 @@ void fill_uniform(element type, void* dst, int64_t n, uint64_t seed, void* s) {
     case element::bf16: uniform_kernel<__nv_bfloat16><<<blocks_for(n), 256, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), n, seed); break;
     case element::float16: uniform_kernel<__half><<<blocks_for(n), 256, 0, stream>>>(static_cast<__half*>(dst), n, seed); break;
   }
-  check("filling with random values");
+  check_launch("filling with random values");
 }
 
 }  // namespace attn::cuda_kernels

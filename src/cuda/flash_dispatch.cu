@@ -12,16 +12,12 @@
 #include "cuda/flash_backward_mma.cuh"
 #include "cuda/flash_cuda_cores.cuh"
 #include "cuda/flash_forward_mma.cuh"
+#include "cuda/launch_check.cuh"
 #include "cuda/row_delta.cuh"
 
 namespace attn::cuda_kernels {
 
 namespace {
-
-void check_launch(const char* what) {
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
 
 bool tensor_core_shape(const attention_problem& p) {
   return p.type != element::float32 && p.D == p.Dv && (p.D == 32 || p.D == 64 || p.D == 96 || p.D == 128);

@@ -57,22 +57,40 @@ void check_options(const sdpa_options& options) {
     throw_usage("the float64 reference kernel runs on the cpu only (attn::ref::sdpa)");
 }
 
-// The problem on the device: sizes, scale and the mask's broadcast strides as the CPU kernels
-// see them (describe_problem), pointers to the device copies.
-cuda_kernels::attention_problem describe(const tensor& q, const tensor& k, const tensor& v,
-                                         const sdpa_options& options, precision p, const tensor* mask_c) {
-  const tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
-  sdpa_options o = options;
-  o.attn_mask = mask_c;
-  const kernels::flash_problem f = kernels::describe_problem(qc, kc, vc, o);
-  cuda_kernels::attention_problem d;
-  d.B = f.B, d.H = f.H, d.Hkv = f.Hkv, d.L = f.L, d.S = f.S, d.D = f.D, d.Dv = f.Dv;
-  for (int i = 0; i < 4; ++i) d.ms[i] = f.ms[i];
-  d.causal = f.causal;
-  d.scale = f.scale;
-  d.type = to_element(p);
-  return d;
-}
+// What both directions put on the device: q, k, v in the precision and the mask, with the
+// problem's sizes, scale and mask strides as the CPU kernels see them (describe_problem) and
+// pointers to the device copies. Each input is made contiguous once.
+struct device_inputs {
+  tensor q, k, v, mask;  // contiguous host tensors (mask empty when there is none)
+  cuda_kernels::attention_problem problem;
+  device_tensor q_dev, k_dev, v_dev;
+  device_buffer mask_dev;
+
+  device_inputs(const tensor& q_in, const tensor& k_in, const tensor& v_in, const sdpa_options& options, precision p)
+      : q(q_in.contiguous()), k(k_in.contiguous()), v(v_in.contiguous()),
+        mask(options.attn_mask != nullptr ? options.attn_mask->contiguous() : tensor()),
+        problem(describe(options, p)), q_dev(q, p, "q"), k_dev(k, p, "k"), v_dev(v, p, "v"),
+        mask_dev(mask.empty() ? 0 : static_cast<size_t>(mask.numel()) * sizeof(float)) {
+    if (!mask.empty())
+      check(cudaMemcpy(mask_dev.get(), mask.data(), mask.numel() * sizeof(float), cudaMemcpyHostToDevice), "copy the mask");
+    problem.q = q_dev.data.get(), problem.k = k_dev.data.get(), problem.v = v_dev.data.get();
+    problem.mask = mask.empty() ? nullptr : mask_dev.floats();
+  }
+
+ private:
+  cuda_kernels::attention_problem describe(const sdpa_options& options, precision p) const {
+    sdpa_options o = options;
+    o.attn_mask = mask.empty() ? nullptr : &mask;
+    const kernels::flash_problem f = kernels::describe_problem(q, k, v, o);
+    cuda_kernels::attention_problem d;
+    d.B = f.B, d.H = f.H, d.Hkv = f.Hkv, d.L = f.L, d.S = f.S, d.D = f.D, d.Dv = f.Dv;
+    for (int i = 0; i < 4; ++i) d.ms[i] = f.ms[i];
+    d.causal = f.causal;
+    d.scale = f.scale;
+    d.type = to_element(p);
+    return d;
+  }
+};
 
 }  // namespace
 
@@ -132,17 +150,11 @@ tensor sdpa(const tensor& q, const tensor& k, const tensor& v, const sdpa_option
   check_shapes(q, k, v, options.attn_mask);
   check_options(options);
   require_device();
-  std::optional<tensor> mask_c;
-  if (options.attn_mask != nullptr) mask_c = options.attn_mask->contiguous();
-  cuda_kernels::attention_problem d = describe(q, k, v, options, p, mask_c ? &*mask_c : nullptr);
-  const device_tensor dq(q, p, "q"), dk(k, p, "k"), dv(v, p, "v");
-  device_buffer dmask(mask_c ? static_cast<size_t>(mask_c->numel()) * sizeof(float) : 0);
-  if (mask_c)
-    check(cudaMemcpy(dmask.get(), mask_c->data(), mask_c->numel() * sizeof(float), cudaMemcpyHostToDevice), "copy the mask");
+  device_inputs in(q, k, v, options, p);
+  cuda_kernels::attention_problem& d = in.problem;
   device_buffer dout(static_cast<size_t>(d.B * d.H * d.L * d.Dv) * element_bytes(p));
   device_buffer dlse(static_cast<size_t>(d.B * d.H * d.L) * sizeof(float));
-  d.q = dq.data.get(), d.k = dk.data.get(), d.v = dv.data.get(), d.o = dout.get(), d.lse = dlse.floats();
-  d.mask = mask_c ? dmask.floats() : nullptr;
+  d.o = dout.get(), d.lse = dlse.floats();
   run_kernels([&] { cuda_kernels::flash_forward(d, nullptr); });
   check(cudaDeviceSynchronize(), "the forward");
   if (lse_out != nullptr) {
@@ -163,21 +175,16 @@ sdpa_gradients sdpa_backward(const tensor& q, const tensor& k, const tensor& v, 
   if (lse.shape() != shape_t{q.dim(0), q.dim(1), q.dim(2)})
     throw_usage(fmt::format("lse must have shape [B, H, L], got {}", shape_to_string(lse.shape())));
   require_device();
-  std::optional<tensor> mask_c;
-  if (options.attn_mask != nullptr) mask_c = options.attn_mask->contiguous();
-  cuda_kernels::attention_problem d = describe(q, k, v, options, p, mask_c ? &*mask_c : nullptr);
-  const device_tensor q_dev(q, p, "q"), k_dev(k, p, "k"), v_dev(v, p, "v"), o_dev(o, p, "o"), grad_o_dev(grad_o, p, "grad_o");
-  device_buffer dmask(mask_c ? static_cast<size_t>(mask_c->numel()) * sizeof(float) : 0);
-  if (mask_c)
-    check(cudaMemcpy(dmask.get(), mask_c->data(), mask_c->numel() * sizeof(float), cudaMemcpyHostToDevice), "copy the mask");
+  device_inputs in(q, k, v, options, p);
+  cuda_kernels::attention_problem& d = in.problem;
+  const device_tensor o_dev(o, p, "o"), grad_o_dev(grad_o, p, "grad_o");
   const tensor lse_c = lse.contiguous();
   device_buffer dlse(static_cast<size_t>(lse_c.numel()) * sizeof(float));
   check(cudaMemcpy(dlse.get(), lse_c.data(), lse_c.numel() * sizeof(float), cudaMemcpyHostToDevice), "copy lse");
   device_buffer grad_q(static_cast<size_t>(q.numel()) * element_bytes(p)),
       grad_k(static_cast<size_t>(k.numel()) * element_bytes(p)), grad_v(static_cast<size_t>(v.numel()) * element_bytes(p)),
       workspace(static_cast<size_t>(d.B * d.H * d.L) * sizeof(float));
-  d.q = q_dev.data.get(), d.k = k_dev.data.get(), d.v = v_dev.data.get(), d.o = o_dev.data.get(), d.lse = dlse.floats();
-  d.mask = mask_c ? dmask.floats() : nullptr;
+  d.o = o_dev.data.get(), d.lse = dlse.floats();
   const cuda_kernels::attention_gradients g{grad_o_dev.data.get(), grad_q.get(), grad_k.get(), grad_v.get()};
   run_kernels([&] { cuda_kernels::flash_backward(d, g, workspace.floats(), nullptr); });
   check(cudaDeviceSynchronize(), "the backward");
