@@ -157,24 +157,21 @@ void bench_cuda_one(const bench_args& args, const bench_shape& s) {
 void run(const bench_args& args) {
   if (args.device != "cpu" && args.device != "cuda")
     throw_usage(fmt::format("--device '{}': expected cpu or cuda", args.device));
+  if (args.kernel != "fused" && args.kernel != "reference")
+    throw_usage(fmt::format("--kernel '{}': expected fused or reference", args.kernel));
+  if (args.reps < 1) throw_usage(fmt::format("--reps {}: expected at least 1", args.reps));
+  std::vector<bench_shape> shapes;
+  for (const std::string& text : args.shapes) shapes.push_back(parse_shape(text));
   if (args.device == "cuda") {
     if (args.mha || args.peak || args.kernel != "fused")
       throw_usage("--device cuda times the fused sdpa only (no --mha, --peak or --kernel reference)");
-    if (args.reps < 1) throw_usage(fmt::format("--reps {}: expected at least 1", args.reps));
-    if (args.shapes.empty()) throw_usage("give at least one shape B,N,H,D");
-    std::vector<bench_shape> shapes;
-    for (const std::string& text : args.shapes) shapes.push_back(parse_shape(text));
+    if (shapes.empty()) throw_usage("give at least one shape B,N,H,D");
     for (const bench_shape& s : shapes) bench_cuda_one(args, s);
     return;
   }
-  if (args.kernel != "fused" && args.kernel != "reference")
-    throw_usage(fmt::format("--kernel '{}': expected fused or reference", args.kernel));
   if (args.mha && args.backward) throw_usage("--mha times the forward only");
   if (args.mha && args.kernel != "fused") throw_usage("--mha runs the fused kernel only");
-  if (args.reps < 1) throw_usage(fmt::format("--reps {}: expected at least 1", args.reps));
   if (args.threads < 0) throw_usage(fmt::format("--threads {}: expected at least 1", args.threads));
-  std::vector<bench_shape> shapes;
-  for (const std::string& text : args.shapes) shapes.push_back(parse_shape(text));
   if (shapes.empty() && !args.peak) throw_usage("give at least one shape B,N,H,D (or --peak)");
   if (args.threads > 0) omp_set_num_threads(args.threads);
   const int threads = omp_get_max_threads();
