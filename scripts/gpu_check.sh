@@ -23,7 +23,7 @@ tail -80 "$out/tests.log"
 
 for variant in 4x1 4x2; do  # each forward block shape on every D (ATTN_CUDA_FORWARD), bf16 and fp16
   echo "== device tests, forward $variant"
-  ATTN_CUDA_FORWARD=$variant python3 -m pytest -q --tb=line -p no:cacheprovider -k "16 and not zz" tests/cuda \
+  ATTN_CUDA_FORWARD=$variant python3 -m pytest -q --tb=line -p no:cacheprovider -k "16" tests/cuda \
     > "$out/tests_$variant.log" 2>&1 || failed+=("device tests, forward $variant")
   tail -3 "$out/tests_$variant.log"
 done

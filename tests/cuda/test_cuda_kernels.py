@@ -96,6 +96,16 @@ def inputs(B, H, Hkv, L, S, D, Dv, dtype, seed):
     return mk(B, H, L, D), mk(B, Hkv, S, D), mk(B, Hkv, S, Dv), mk(B, H, L, Dv)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def print_errors():
+    """After the module: the errors measured (pytest -s shows them; the note quotes this table)."""
+    yield
+    worst = max(REPORT, key=lambda r: r[1] / max(r[2], 1e-30)) if REPORT else None
+    print(f"\n{len(REPORT)} comparisons; worst attn/torch error ratio: {worst}")
+    for case, ours, theirs in REPORT[:: max(1, len(REPORT) // 40)]:
+        print(f"  {case:60s} attn {ours:.2e}  torch {theirs:.2e}")
+
+
 def within_rule(ours, theirs, dtype):
     return ours <= max(2.0 * theirs, 4.0 * UNIT[dtype])
 
@@ -201,11 +211,3 @@ def test_cli_device_cuda_matches_cpu(tmp_path, dtype):
     for n in ("o", "dq", "dk", "dv"):
         a, b = outs["cuda"][n], outs["cpu"][n]
         assert np.linalg.norm(a - b) / np.linalg.norm(b) < tol, n
-
-
-def test_zz_report():
-    """Prints the errors measured above (pytest -s shows them): the note quotes this table."""
-    worst = max(REPORT, key=lambda r: r[1] / max(r[2], 1e-30)) if REPORT else None
-    print(f"\n{len(REPORT)} comparisons; worst attn/torch error ratio: {worst}")
-    for case, ours, theirs in REPORT[:: max(1, len(REPORT) // 40)]:
-        print(f"  {case:60s} attn {ours:.2e}  torch {theirs:.2e}")
