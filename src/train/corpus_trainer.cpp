@@ -696,7 +696,10 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
       text.clear();
       const corpus_position next_chunk = reader.position();
       if (lm) shuffle.shuffle(windows);
-      else shuffle.shuffle(chunk);
+      else {
+        shuffle.shuffle(chunk);
+        group_by_length(chunk, batch, shuffle);
+      }
       const size_t items = lm ? windows.size() : chunk.size();
       const auto chunk_batches = static_cast<int64_t>((items + batch - 1) / batch);
       const auto t0 = clock::now();

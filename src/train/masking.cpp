@@ -25,6 +25,20 @@ masked_sequence mask_words(const word_sequence& s, const masking& m, rng& r) {
   return out;
 }
 
+void group_by_length(std::vector<word_sequence>& chunk, size_t batch, rng& shuffle) {
+  std::stable_sort(chunk.begin(), chunk.end(),
+                   [](const word_sequence& a, const word_sequence& b) { return a.ids.size() < b.ids.size(); });
+  std::vector<size_t> order(chunk.size() / batch);  // the full batches
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  shuffle.shuffle(order);
+  if (chunk.size() % batch != 0) order.push_back(order.size());
+  std::vector<word_sequence> grouped;
+  grouped.reserve(chunk.size());
+  for (size_t b : order)
+    for (size_t k = b * batch; k < std::min(chunk.size(), (b + 1) * batch); ++k) grouped.push_back(std::move(chunk[k]));
+  chunk = std::move(grouped);
+}
+
 nn::batch make_masked_batch(const std::vector<const masked_sequence*>& sequences) {
   nn::batch b;
   b.size = static_cast<int64_t>(sequences.size());

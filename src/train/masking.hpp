@@ -31,6 +31,14 @@ struct masked_sequence {
 
 masked_sequence mask_words(const word_sequence& s, const masking& m, rng& r);
 
+// Masked-word batches of sentences of like length (Hugging Face's group_by_length): a batch is
+// padded to its longest sentence, and shuffled sentences of 3 to 64 tokens leave about half of a
+// batch padding. The shuffled chunk is sorted by length (stably: equal lengths keep their
+// shuffled order) and cut into batches of `batch`, and the full batches are put in an order
+// drawn from `shuffle` (a short last batch stays last, so the chunk still cuts into the same
+// batches): each step still sees a random draw of sentences of one length, the lengths in random order.
+void group_by_length(std::vector<word_sequence>& chunk, size_t batch, rng& shuffle);
+
 // Padded batch; one row per chosen token (pool_row {sequence, position + 1}: token_pool's row).
 nn::batch make_masked_batch(const std::vector<const masked_sequence*>& sequences);
 
