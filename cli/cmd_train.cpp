@@ -43,7 +43,7 @@ struct train_args {
   int64_t max_length = train_options{}.max_length, outputs = train_options{}.max_outputs;
   std::string checkpoint;
   int64_t checkpoint_steps = train_options{}.checkpoint_steps, stop_after_steps = 0;
-  bool resume = false;
+  bool resume = false, group_by_length = false;
   // lm
   int64_t vocab = train_options{}.vocab, context = train_options{}.context, max_tokens = 0, eval_steps = 0;
   double time_limit = 0;
@@ -140,6 +140,7 @@ void run(const train_args& args, const train_hooks& hooks) {
   o.mask_share = args.mask;
   o.max_length = args.max_length;
   o.max_outputs = args.outputs;
+  o.group_by_length = args.group_by_length;
   o.checkpoint = args.checkpoint.empty() ? args.output + ".checkpoint" : args.checkpoint;
   o.checkpoint_steps = args.checkpoint_steps;
   o.resume = args.resume;
@@ -338,6 +339,9 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
   sub->add_option("--max-length", args->max_length,
                   "masked-word: longer sentences are cut into pieces of this many tokens (default 64)")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 16));
+  sub->add_flag("--group-by-length", args->group_by_length,
+               "masked-word: batches of sentences of like length, so little of a batch is padding "
+               "(Hugging Face's group_by_length; off by default)");
   sub->add_option("--outputs", args->outputs,
                   "masked-word: the most frequent corpus words it can predict (default 30000)")
       ->check(CLI::PositiveNumber);
@@ -359,7 +363,7 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
   sub->add_option("--context", args->context,
                   "lm: tokens each window holds (learned positions up to it; default 128)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--max-tokens", args->max_tokens, "lm: stop after training on N tokens")
+  sub->add_option("--max-tokens", args->max_tokens, "masked-word, lm: stop after training on about N tokens (lm: N exactly, in full windows; masked-word: the steps that read N at the corpus's mean tokens a step)")
       ->check(CLI::PositiveNumber);
   sub->add_option_function<std::string>(
          "--time", [args](const std::string& text) { args->time_limit = parse_duration(text, "--time"); },

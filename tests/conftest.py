@@ -10,6 +10,8 @@ import pytest
 
 ATTN = os.environ.get("ATTN_BIN") or os.path.join(
     os.path.dirname(__file__), "..", "build", "bin", "attn")
+# The built-in context model's width (scripts/make_builtin_context_model.py: GloVe's 100).
+BUILTIN_WIDTH = 100
 
 
 class Result:

@@ -75,15 +75,17 @@ struct train_options {
   double mask_share = 0.15;     // of the tokens whose word can be predicted, hidden each pass
   int64_t max_length = 64;      // longer sentences are cut into pieces of at most this many tokens
   int64_t max_outputs = 30000;  // the most frequent corpus words that can be predicted
+  bool group_by_length = false; // batches of sentences of like length (Hugging Face's group_by_length)
   std::string checkpoint;       // where to save the training state ("" : the CLI's OUT.checkpoint)
   int64_t checkpoint_steps = 500;  // save every this many steps (and when stopped); 0: never
   bool resume = false;          // continue from the checkpoint (same data and options)
   int64_t stop_after_steps = 0; // > 0: stop after this many steps in all, as Ctrl-C does
 
   // lm only: the vocabulary (the most frequent words, plus the unknown and end-of-paragraph
-  // tokens), the window each position sees (and the learned positions' count), and budgets
-  // beside epochs: tokens trained on, and wall-clock seconds (the learning rate then follows
-  // the time spent, so such a run is not repeatable bit for bit).
+  // tokens) and the window each position sees (and the learned positions' count). lm and
+  // masked-word: budgets beside epochs: tokens trained on (masked-word: the steps that read
+  // that many at the corpus's mean tokens a step), and wall-clock seconds (the learning rate
+  // then follows the time spent, so such a run is not repeatable bit for bit).
   int64_t vocab = 10000;
   int64_t context = 128;
   int64_t max_tokens = 0;    // 0: no limit
@@ -185,10 +187,11 @@ train_options task_defaults(text_task task);
 text_task parse_task(const std::string& name, const std::string& option = "task");
 double parse_duration(const std::string& text, const std::string& option = "time");
 
-// The options only some tasks take (max_tokens: lm; time, eval_steps, resume, stop_after_steps:
-// masked-word and lm), refused for the others with a usage error that names them as the caller
-// spells them: the CLI's flags ("--max-tokens is for --task lm") or attn.train's keywords
-// ("max_tokens is for task='lm'").
+// The options only the streamed tasks take (max_tokens, time, eval_steps, resume,
+// stop_after_steps: masked-word and lm), refused for the others with a usage error that names
+// them as the caller spells them: the CLI's flags ("--max-tokens, --time and --eval-steps are for
+// --task masked-word and lm") or attn.train's keywords ("max_tokens, time and eval_steps are for
+// task='masked-word' and 'lm'").
 enum class option_spelling { cli, python };
 void check_task_options(const train_options& options, option_spelling spelling);
 

@@ -573,9 +573,11 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   for (int64_t n : per_chunk) steps += n;
   if (steps == 0) throw_input(o.data, "no sequence to train on");
   // The budget: epochs (given, or enough for the automatic number of steps), cut short by
-  // --max-tokens (lm; the steps it takes at full windows) and, as the run goes, by --time.
-  const int64_t tokens_per_step = o.batch * o.context;
-  const int64_t token_steps = lm && o.max_tokens > 0 ? (o.max_tokens + tokens_per_step - 1) / tokens_per_step : 0;
+  // --max-tokens (the steps it takes: lm's at full windows, masked-word's at the corpus's mean
+  // tokens a step, so the learning rate's schedule knows its end) and, as the run goes, by --time.
+  const int64_t tokens_per_step =
+      lm ? o.batch * o.context : std::max<int64_t>(1, result.train.tokens / std::max<int64_t>(steps, 1));
+  const int64_t token_steps = o.max_tokens > 0 ? (o.max_tokens + tokens_per_step - 1) / tokens_per_step : 0;
   const int64_t min_steps = o.min_steps > 0 ? o.min_steps
                             : token_steps > 0 ? token_steps
                             : o.time_limit > 0 ? steps * max_epochs
@@ -698,7 +700,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
       if (lm) shuffle.shuffle(windows);
       else {
         shuffle.shuffle(chunk);
-        group_by_length(chunk, batch, shuffle);
+        if (o.group_by_length) group_by_length(chunk, batch, shuffle);
       }
       const size_t items = lm ? windows.size() : chunk.size();
       const auto chunk_batches = static_cast<int64_t>((items + batch - 1) / batch);

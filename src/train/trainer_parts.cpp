@@ -232,6 +232,8 @@ std::string training_record(const train_options& o, int64_t epochs) {
     if (o.time_limit > 0) j["time"] = o.time_limit;  // absent before masked-word took --time
     j["max_length"] = o.max_length;
     j["max_outputs"] = o.max_outputs;
+    if (o.group_by_length) j["group_by_length"] = true;  // absent: off, as before it existed
+    if (o.max_tokens > 0) j["max_tokens"] = o.max_tokens;  // absent: no token budget
   }
   if (o.dtype == train_dtype::bf16) j["dtype"] = "bf16";  // absent: float32, as before it existed
   // Paths may hold any bytes; the record is for people, so invalid UTF-8 shows as U+FFFD.

@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from conftest import ATTN, one_error_line, run_attn
+from conftest import ATTN, BUILTIN_WIDTH, one_error_line, run_attn
 
 RIVER = "he sat on the bank of the river"
 CAT = "he sat on the cat of the river"  # the same slot, another word
@@ -138,7 +138,7 @@ def test_pool_with_batch_gives_one_vector_a_line_in_every_format(tmp_path):
     assert run_attn("embed", "--model", "builtin", "--batch", lines, "--pool", "mean", "-o", out).code == 0
     csv = out.read_text().splitlines()
     assert csv[0].startswith("line,d0,d1,") and len(csv) == 5
-    assert csv[2] == "2" + "," * 100  # an empty record: the line and empty fields
+    assert csv[2] == "2" + "," * BUILTIN_WIDTH  # an empty record: the line and empty fields
     np.testing.assert_allclose([float(x) for x in csv[4].split(",")[1:]], want[3], rtol=1e-5, atol=1e-6)
     out = tmp_path / "v.txt"
     assert run_attn("embed", "--model", "builtin", "--batch", lines, "--pool", "mean", "-o", out).code == 0
@@ -149,7 +149,7 @@ def test_pool_with_batch_gives_one_vector_a_line_in_every_format(tmp_path):
     r = run_attn("embed", "--model", "builtin", "--batch", lines, "--pool", "mean", "--normalize", "-o", out)
     assert r.code == 0, r.err
     a = np.load(out)
-    assert a.shape == (4, 100)
+    assert a.shape == (4, BUILTIN_WIDTH)
     assert np.isnan(a[1]).all() and np.isnan(a[2]).all()
     np.testing.assert_allclose(np.linalg.norm(a[[0, 3]], axis=1), 1, atol=1e-6)
     np.testing.assert_allclose(a[3], want[3] / np.linalg.norm(want[3]), atol=1e-6)
@@ -223,12 +223,16 @@ def test_masked_word_training_stops_at_its_time_budget(context_model, tmp_path):
                  "--patience", "100000", "--time", "2s", "--threads", "1", "-o", out)
     assert r.code == 0, r.err
     assert "(the --time budget)" in r.err and out.exists()
-    r = run_attn("train", "--task", "masked-word", "--data", corpus, "--max-tokens", "1000", "-o", out)
-    assert r.code == 1
-    assert "--max-tokens is for --task lm" in one_error_line(r)
-    r = run_attn("train", "--task", "classify", "--data", corpus, "--time", "1m", "-o", out)
-    assert r.code == 1
-    assert "--time and --eval-steps are for --task masked-word and lm" in one_error_line(r)
+    # --max-tokens: the steps that read about that many tokens, the schedule ending with them.
+    r = run_attn("train", "--task", "masked-word", "--data", corpus, "--layers", "1", "--max-tokens", "3000",
+                 "--batch", "8", "--threads", "1", "-o", out)
+    assert r.code == 0, r.err
+    read = int(next(l for l in r.err.splitlines() if "(the --max-tokens budget)" in l).split()[0])
+    assert 2000 <= read <= 4000, r.err
+    for option in (["--max-tokens", "1000"], ["--time", "1m"]):
+        r = run_attn("train", "--task", "classify", "--data", corpus, *option, "-o", out)
+        assert r.code == 1
+        assert "--max-tokens, --time and --eval-steps are for --task masked-word and lm" in one_error_line(r)
     r = run_attn("train", "--task", "classify", "--data", corpus, "--stop-after-steps", "3", "-o", out)
     assert r.code == 1
     assert "--resume and --stop-after-steps are for --task masked-word and lm" in one_error_line(r)

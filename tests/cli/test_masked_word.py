@@ -4,12 +4,13 @@ context model gives to embed and predict. The corpus is made here: sentences fro
 import json
 import os
 import random
+import struct
 import subprocess
 import time
 
 import pytest
 
-from conftest import ATTN, one_error_line, run_attn
+from conftest import ATTN, BUILTIN_WIDTH, one_error_line, run_attn
 
 SUBJECTS = ["the cat", "the dog", "a bird", "the farmer", "my neighbour", "the child"]
 VERBS = ["sat on", "looked at", "walked to", "slept near", "ran past"]
@@ -127,6 +128,34 @@ def test_a_run_killed_after_a_periodic_checkpoint_resumes_to_the_same_file(corpu
     assert out.read_bytes() == whole.read_bytes()
 
 
+def training_record(path):
+    b = path.read_bytes()
+    return json.loads(json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]])["__metadata__"]["training"])
+
+
+def test_group_by_length_batches_are_recorded_and_resume_to_the_same_file(corpus, model, tmp_path):
+    """--group-by-length: batches of sentences of like length (the corpus's sentences run 5 to 7
+    words), another model than the default batches', said in the training record, and a run
+    stopped and resumed with it writes the uninterrupted file; a checkpoint of one kind of
+    batches does not resume the other."""
+    whole, _ = model
+    grouped = tmp_path / "grouped.safetensors"
+    r = train(corpus, grouped, "--group-by-length")
+    assert r.code == 0, r.err
+    assert training_record(grouped).get("group_by_length") is True
+    assert "group_by_length" not in training_record(whole)
+    assert grouped.read_bytes() != whole.read_bytes()
+    out = tmp_path / "resumed.safetensors"
+    r = train(corpus, out, "--group-by-length", "--checkpoint-steps", "5", "--stop-after-steps", "17")
+    assert r.code == 0, r.err
+    r = train(corpus, out, "--resume")
+    assert r.code == 2
+    assert "other data or options" in one_error_line(r)
+    r = train(corpus, out, "--group-by-length", "--resume")
+    assert r.code == 0, r.err
+    assert out.read_bytes() == grouped.read_bytes()
+
+
 def test_resume_errors(corpus, tmp_path):
     out = tmp_path / "m.safetensors"
     r = train(corpus, out, "--resume")
@@ -165,7 +194,7 @@ def test_the_builtin_model_keeps_the_embed_batch_contract(tmp_path):
     assert records[0]["tokens"] == "he sat on the bank of the river".split()
     for rec in records:
         assert len(rec["embeddings"]) == len(rec["tokens"])
-        assert all(len(row) == 100 for row in rec["embeddings"])
+        assert all(len(row) == BUILTIN_WIDTH for row in rec["embeddings"])
 
 
 def test_neighbors_with_the_builtin_model_puts_three_readings_side_by_side():

@@ -18,6 +18,8 @@ ATTN = os.environ.get("ATTN_BIN") or os.path.join(os.path.dirname(__file__), "..
 WORDS = ["the", "movie", "was", "not", "good", "bad", "never", "."]
 # float32 through ~5 rounding steps of short sums (≤ 12 terms): relative error near 1e-6.
 RTOL = 1e-5
+# The built-in context model's width (scripts/make_builtin_context_model.py: GloVe's 100).
+BUILTIN_WIDTH = 100
 
 
 def write_model(path, task, heads=2, embed_dim=6, dim=8, hidden=5, max_positions=0, seed=0):
@@ -259,7 +261,7 @@ def test_the_builtin_context_model_reads_each_token_present_or_hidden():
     assert m.task == "masked-word"
     tokens, rows = m.embed("he sat on the bank of the river")
     assert tokens == ["he", "sat", "on", "the", "bank", "of", "the", "river"]
-    assert rows.shape == (8, 100) and rows.dtype == np.float32
+    assert rows.shape == (8, BUILTIN_WIDTH) and rows.dtype == np.float32
     _, same = m.embed("he sat on the bank of the river")
     assert np.array_equal(rows, same)
     _, other = m.embed("he sat on the shore of the river")
@@ -278,7 +280,7 @@ def test_embed_pool_gives_the_clis_sentence_vector(pool):
     _, rows = m.embed("she paid the money into the bank")
     v = m.embed("she paid the money into the bank", pool=pool)
     want = {"mean": rows.mean(0, dtype=np.float64), "max": rows.max(0), "cls": rows[0], "last": rows[-1]}[pool]
-    assert v.shape == (100,) and v.dtype == np.float32
+    assert v.shape == (BUILTIN_WIDTH,) and v.dtype == np.float32
     np.testing.assert_allclose(v, want, rtol=1e-5, atol=1e-6)
     u = m.embed("she paid the money into the bank", pool=pool, normalize=True)
     np.testing.assert_allclose(np.linalg.norm(u), 1, atol=1e-6)
@@ -362,7 +364,7 @@ def test_embed_takes_many_texts_at_once():
     m = attn.TextModel.load("builtin")
     texts = ["he sat on the bank of the river", "she paid the money into her account", "a cat"]
     vectors = m.embed(texts, pool="mean", normalize=True)
-    assert vectors.shape == (3, 100) and vectors.dtype == np.float32
+    assert vectors.shape == (3, BUILTIN_WIDTH) and vectors.dtype == np.float32
     for i, text in enumerate(texts):
         np.testing.assert_array_equal(vectors[i], m.embed(text, pool="mean", normalize=True))
     rows = m.embed(texts)
@@ -372,4 +374,4 @@ def test_embed_takes_many_texts_at_once():
     np.testing.assert_array_equal(hidden[0][1], m.embed(texts[0], hide_token=True)[1])
     with pytest.raises(attn.UsageError, match=r"texts\[1\]"):
         m.embed(["a cat", "zzqxv qqzzx"], pool="mean")
-    assert m.embed([], pool="mean").shape == (0, 100)
+    assert m.embed([], pool="mean").shape == (0, BUILTIN_WIDTH)

@@ -53,6 +53,21 @@ def test_a_language_model_takes_the_tasks_defaults_as_the_cli_does(corpus, tmp_p
     assert scores and all(e["step"] % 5 == 0 and e["loss"] > 0 for e in scores)
 
 
+def test_masked_word_group_by_length_and_max_tokens_are_the_clis(tmp_path):
+    words = "the cat dog bird sat ran on near by mat road barn garden".split()
+    lines = [" ".join(words[(i * 5 + j) % len(words)] for j in range(3 + i % 10)) + " ." for i in range(400)]
+    data = tmp_path / "varied.txt"
+    data.write_text("\n".join(lines) + "\n")
+    attn.train(data, task="masked-word", layers=1, batch=8, seed=3, group_by_length=True, max_tokens=2000,
+               output=tmp_path / "py.safetensors", progress=False)
+    cli("train", "--task", "masked-word", "--data", data, "--layers", 1, "--batch", 8, "--seed", 3,
+        "--group-by-length", "--max-tokens", 2000, "-o", tmp_path / "cli.safetensors")
+    assert (tmp_path / "py.safetensors").read_bytes() == (tmp_path / "cli.safetensors").read_bytes()
+    cli("train", "--task", "masked-word", "--data", data, "--layers", 1, "--batch", 8, "--seed", 3,
+        "--max-tokens", 2000, "-o", tmp_path / "plain.safetensors")
+    assert (tmp_path / "plain.safetensors").read_bytes() != (tmp_path / "cli.safetensors").read_bytes()
+
+
 def test_a_stop_keeps_the_checkpoint_and_resume_gives_the_uninterrupted_file(corpus, tmp_path):
     options = dict(task="masked-word", layers=1, epochs=2, seed=2, checkpoint_steps=3, progress=False)
     whole = tmp_path / "whole.safetensors"
@@ -74,7 +89,7 @@ def test_a_stop_keeps_the_checkpoint_and_resume_gives_the_uninterrupted_file(cor
     (dict(epochz=1), attn.UsageError, "unknown option 'epochz'"),
     (dict(epochs="two"), attn.UsageError, "option epochs takes an integer"),
     (dict(task="regress"), attn.UsageError, "task 'regress'"),
-    (dict(task="classify", max_tokens=5), attn.UsageError, "max_tokens is for task='lm'"),
+    (dict(task="classify", max_tokens=5), attn.UsageError, "max_tokens, time and eval_steps are for task='masked-word' and 'lm'"),
     (dict(task="classify", time="1m"), attn.UsageError, "time and eval_steps are for task='masked-word' and 'lm'"),
     (dict(task="classify", resume=True), attn.UsageError, "resume is for task='masked-word' and 'lm'"),
     (dict(task="classify", dtype="bf16"), attn.UsageError, "dtype='bf16' is for task='masked-word' and 'lm'"),
