@@ -171,14 +171,14 @@ void run_model(const neighbors_args& args) {
   write_output("-", out);
 }
 
-// A masked-word model over the default vectors: three columns — the static vector's nearest
-// words, the parameter-free attention's, and the words the model's output layer reads at the
-// word's place (BERT's masked-LM head; hidden: what its context says belongs there). The
-// movement table compares the model's reading mapped into the vectors' space by its output map.
+// A masked-word model: three columns — the static (default GloVe) vector's nearest words, the
+// parameter-free attention's, and the words the model's output layer reads at the word's place
+// (BERT's masked-LM head; hidden: what its context says belongs there). The movement table
+// compares the model's reading, mapped by its output map into the space of its own word rows
+// (GloVe's for a model over them, learned ones otherwise), with each word's row there.
 void run_context_model(const neighbors_args& args, const text_model& model) {
-  if (model.config().embeddings != embedding_source::default_vectors)
-    throw_usage(fmt::format("the model {} does not read the default vectors", args.model_path));
   const vectors vocab = vectors::load_default();
+  const vectors model_rows = model.word_rows();
   const std::string text = read_text(args.text);
   const std::string word = single_word(args.word);
   const embedding free = embed(text, vocab, {scale_spec::parse("sqrt"), false});
@@ -239,15 +239,16 @@ void run_context_model(const neighbors_args& args, const text_model& model) {
   std::vector<move> moves;
   std::set<std::string> seen{word};
   for (const std::string& t : free.tokens) {
-    if (!seen.insert(t).second) continue;
+    const auto own = model_rows.lookup(t);
+    if (!own || !seen.insert(t).second) continue;  // (a word the model has no row for: no model cosine)
     const std::span<const float> other = *vocab.lookup(t);
-    moves.push_back({t, cosine(stat, other), cosine(context, other), cosine(reading, other)});
+    moves.push_back({t, cosine(stat, other), cosine(context, other), cosine(reading, *own)});
   }
   std::sort(moves.begin(), moves.end(), [](const move& a, const move& b) {
     return a.model - a.stat > b.model - b.stat;
   });
-  out += fmt::format("\n  \"{}\" moved toward the words of its text (cosine with each word's "
-                     "static vector):\n", word);
+  out += fmt::format("\n  \"{}\" moved toward the words of its text (static, attention: cosine with each "
+                     "word's static vector; {}: with the word's row in the model):\n", word, name);
   out += fmt::format("  {:<16} {:>8} {:>10} {:>8} {:>8}\n", "word", "static", "attention", name, "change");
   for (const move& m : moves)
     out += fmt::format("  {:<16} {:>8.4f} {:>10.4f} {:>8.4f} {:>+8.4f}\n", m.token, m.stat,

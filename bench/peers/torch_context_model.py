@@ -81,10 +81,19 @@ def read_safetensors(path):
     meta = header.pop("__metadata__", {})
     tensors = {}
     for name, info in header.items():
-        if info.get("dtype") != "F32":
-            raise ModelError(f"tensor '{name}' is {info.get('dtype')}, expected F32")
+        dtype = info.get("dtype")
         begin, end = info["data_offsets"]
-        tensors[name] = np.frombuffer(data[begin:end], dtype="<f4").reshape(info["shape"])
+        raw = data[begin:end]
+        # attn widens F16 and BF16 to float32 as it loads (the built-in model's matrices are F16).
+        if dtype == "F32":
+            values = np.frombuffer(raw, dtype="<f4")
+        elif dtype == "F16":
+            values = np.frombuffer(raw, dtype="<f2").astype(np.float32)
+        elif dtype == "BF16":
+            values = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            raise ModelError(f"tensor '{name}' is {dtype}, expected F32, F16 or BF16")
+        tensors[name] = values.reshape(info["shape"])
     return tensors, meta
 
 

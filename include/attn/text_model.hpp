@@ -217,6 +217,11 @@ class text_model {
   // embed(word i).embeddings, [input_vocabulary(), E], for nearest-neighbour search among
   // contextual vectors. Words in input order; the source is "<values>".
   vectors embed_vocabulary() const;
+  // The model's own embedding rows, one per input word, as vectors ([input words, embed_dim]):
+  // the space its tied output scores in and embed_as_words maps into (the default GloVe rows
+  // for a model over them; learned rows for --learn-embeddings). Words in input order; the
+  // source is "<rows>".
+  vectors word_rows() const;
   // Whether the model has an embedding for the token (as attn::tokenize gives it).
   bool knows(std::string_view token) const;
   // Accuracy and mean cross-entropy over a data file in the task's format. A masked-word

@@ -117,6 +117,24 @@ vectors text_model::embed_vocabulary() const {
   return vectors::from_values(std::move(names), e, std::move(values));
 }
 
+vectors text_model::word_rows() const {
+  const impl& m = *impl_;
+  const nn::network_shape& s = m.net.shape();
+  const int64_t e = s.embed;
+  std::vector<std::string> names;
+  std::vector<float> values;
+  for (int64_t i = 0; i < m.inputs.size(); ++i) {
+    const std::string& w = m.inputs.words()[static_cast<size_t>(i)];
+    if (m.inputs.find(w) != i) continue;  // the default vector a learned row replaces
+    // Row i: the table's, or past it one of the rows learned for new words (as the forward reads ids).
+    const float* row = i < s.vocabulary ? m.net.embedding.value.data() + i * e
+                                        : m.net.new_words.value.data() + (i - s.vocabulary) * e;
+    names.push_back(w);
+    values.insert(values.end(), row, row + e);
+  }
+  return vectors::from_values(std::move(names), e, std::move(values));
+}
+
 bool text_model::knows(std::string_view token) const {
   return impl_->inputs.find(std::string(token)) >= 0;
 }

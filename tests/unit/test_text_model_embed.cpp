@@ -150,3 +150,38 @@ TEST(text_model_embed, the_builtin_context_model_reads_tokens_present_or_hidden)
   const attn::tensor w = m.embed_as_words("she paid the money into the bank");
   EXPECT_EQ(w.shape(), (attn::shape_t{7, m.config().embed_dim}));
 }
+
+TEST(text_model_embed, word_rows_are_the_rows_the_model_reads) {
+  // The oracle is the network's own forward: a one-token batch's input x is the word's row plus
+  // position 0's. The built-in model reads the default vectors, frozen (and rows of its own for
+  // frequent words they lack); the classifier fine-tuned copies of its training words' rows.
+  const attn::text_model builtin = attn::text_model::builtin();
+  const attn::vectors glove = attn::vectors::load_default();
+  for (const std::string word : {"the", "bank", "river"}) {
+    const auto frozen = *builtin.word_rows().lookup(word);
+    const auto want = *glove.lookup(word);
+    ASSERT_TRUE(std::equal(want.begin(), want.end(), frozen.begin(), frozen.end())) << word;
+  }
+  for (const attn::text_model* m : {&builtin, &classifier()}) {
+    const attn::vectors rows = m->word_rows();
+    ASSERT_EQ(rows.dim(), m->config().embed_dim);
+    ASSERT_EQ(rows.size(), m->input_vocabulary());
+    EXPECT_FALSE(rows.lookup("zzqxv").has_value());
+    const auto& net = m->internals().net;
+    for (const std::string word : {"the", "movie", "not", "good"}) {
+      const auto row = rows.lookup(word);
+      ASSERT_TRUE(row.has_value()) << word;
+      attn::nn::batch b;
+      b.size = b.length = 1;
+      b.ids = {m->internals().inputs.find(word)};
+      b.lengths = {1};
+      attn::nn::network_cache<float> cache;
+      net.forward(b, cache);
+      const int64_t e = rows.dim();
+      for (int64_t j = 0; j < e; ++j) {
+        const float position = net.shape().positions > 0 ? net.position.value[static_cast<size_t>(j)] : 0.0f;
+        ASSERT_FLOAT_EQ((*row)[static_cast<size_t>(j)] + position, cache.x[static_cast<size_t>(j)]) << word << " " << j;
+      }
+    }
+  }
+}
