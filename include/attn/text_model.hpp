@@ -219,8 +219,8 @@ class text_model {
   vectors embed_vocabulary() const;
   // The model's own embedding rows, one per input word, as vectors ([input words, embed_dim]):
   // the space its tied output scores in and embed_as_words maps into (the default GloVe rows
-  // for a model over them; learned rows for --learn-embeddings). Words in input order; the
-  // source is "<rows>".
+  // for a model over them; learned rows for --learn-embeddings). Words in input order (a
+  // default word that a learned row replaces: once, at its learned row); the source is "<values>".
   vectors word_rows() const;
   // Whether the model has an embedding for the token (as attn::tokenize gives it).
   bool knows(std::string_view token) const;
