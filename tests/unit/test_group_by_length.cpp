@@ -60,13 +60,17 @@ TEST(group_by_length, batches_hold_like_lengths_in_a_drawn_order_and_lose_no_sen
         // The batch's lengths are a contiguous run of the sorted lengths.
         const auto at = std::search(sorted.begin(), sorted.end(), lengths.begin(), lengths.end());
         EXPECT_NE(at, sorted.end()) << n << " " << batch << " " << first;
-        if (end - first < batch) EXPECT_EQ(end, n);
+        if (end - first < batch) {
+          EXPECT_EQ(end, n);
+        }
         for (size_t k = first; k < end; ++k) {
           padded += longest(chunk, first, end) - chunk[k].ids.size();
           padded_unsorted += longest(before, first, end) - before[k].ids.size();
         }
       }
-      if (n >= 1000 && batch == 32) EXPECT_LT(padded * 10, padded_unsorted) << n;
+      if (n >= 1000 && batch == 32) {
+        EXPECT_LT(padded * 10, padded_unsorted) << n;
+      }
       // The batches come in a drawn order, not shortest first.
       if (n / batch >= 8) {
         bool ascending = true;
