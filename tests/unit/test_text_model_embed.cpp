@@ -45,15 +45,20 @@ const attn::text_model& classifier() {
   return m;
 }
 
-// cache.y [1, L, E] of the network's own forward on the words' ids.
-std::vector<float> forward_y(const attn::text_model& model, const std::vector<std::string>& words) {
+// The network's own forward on the words' ids (its cache: x [1, L, Ein] the rows + positions
+// it read, y [1, L, E] the last block's output).
+attn::nn::network_cache<float> forward(const attn::text_model& model, const std::vector<std::string>& words) {
   const auto& m = model.internals();
   attn::train::encoded_example e;
   for (const std::string& w : words) e.inputs.push_back(m.inputs.find(w));
   attn::nn::batch b = attn::train::make_batch({&e}, attn::text_task::classify);
   attn::nn::network_cache<float> cache;
   m.net.forward(b, cache);
-  return cache.y;
+  return cache;
+}
+
+std::vector<float> forward_y(const attn::text_model& model, const std::vector<std::string>& words) {
+  return forward(model, words).y;
 }
 
 void expect_rows_are_cache_y(const attn::text_model& model, const std::string& text,
@@ -156,9 +161,9 @@ TEST(text_model_embed, word_rows_are_the_rows_the_model_reads) {
   // position 0's. The built-in model reads the default vectors, frozen (and rows of its own for
   // frequent words they lack); the classifier fine-tuned copies of its training words' rows.
   const attn::text_model builtin = attn::text_model::builtin();
-  const attn::vectors glove = attn::vectors::load_default();
+  const attn::vectors glove = attn::vectors::load_default(), builtin_rows = builtin.word_rows();
   for (const std::string word : {"the", "bank", "river"}) {
-    const auto frozen = *builtin.word_rows().lookup(word);
+    const auto frozen = *builtin_rows.lookup(word);
     const auto want = *glove.lookup(word);
     ASSERT_TRUE(std::equal(want.begin(), want.end(), frozen.begin(), frozen.end())) << word;
   }
@@ -171,12 +176,7 @@ TEST(text_model_embed, word_rows_are_the_rows_the_model_reads) {
     for (const std::string word : {"the", "movie", "not", "good"}) {
       const auto row = rows.lookup(word);
       ASSERT_TRUE(row.has_value()) << word;
-      attn::nn::batch b;
-      b.size = b.length = 1;
-      b.ids = {m->internals().inputs.find(word)};
-      b.lengths = {1};
-      attn::nn::network_cache<float> cache;
-      net.forward(b, cache);
+      const attn::nn::network_cache<float> cache = forward(*m, {word});
       const int64_t e = rows.dim();
       for (int64_t j = 0; j < e; ++j) {
         const float position = net.shape().positions > 0 ? net.position.value[static_cast<size_t>(j)] : 0.0f;
