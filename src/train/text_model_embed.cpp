@@ -81,18 +81,31 @@ tensor text_model::embed_as_words(std::string_view text, token_reading reading) 
   return tensor({l, in}, std::move(words));
 }
 
-vectors text_model::embed_vocabulary() const {
-  const impl& m = *impl_;
-  // Each word once, at the row it reads (a fine-tuned word's copy, not the default vector).
+namespace {
+
+// Each input word once, at the row it reads (a fine-tuned or learned word's own row, not the
+// default vector it replaces): the words and their rows, in input order.
+struct input_words {
   std::vector<std::string> names;
   std::vector<int64_t> rows;
-  for (int64_t i = 0; i < m.inputs.size(); ++i) {
-    const std::string& w = m.inputs.words()[static_cast<size_t>(i)];
-    const int64_t row = m.inputs.find(w);
-    if (row != i) continue;  // the default vector a learned row replaces
-    names.push_back(w);
-    rows.push_back(i);
+};
+
+input_words distinct_input_words(const train::word_index& inputs) {
+  input_words out;
+  for (int64_t i = 0; i < inputs.size(); ++i) {
+    const std::string& w = inputs.words()[static_cast<size_t>(i)];
+    if (inputs.find(w) != i) continue;  // the default vector a learned row replaces
+    out.names.push_back(w);
+    out.rows.push_back(i);
   }
+  return out;
+}
+
+}  // namespace
+
+vectors text_model::embed_vocabulary() const {
+  const impl& m = *impl_;
+  auto [names, rows] = distinct_input_words(m.inputs);
   const auto words = static_cast<int64_t>(rows.size());
   const int64_t e = m.config.dim;
   // A batch of one-token sequences per forward. 256 keeps the cache small and, at E = 100,
@@ -121,15 +134,13 @@ vectors text_model::word_rows() const {
   const impl& m = *impl_;
   const nn::network_shape& s = m.net.shape();
   const int64_t e = s.embed;
-  std::vector<std::string> names;
+  auto [names, rows] = distinct_input_words(m.inputs);
   std::vector<float> values;
-  for (int64_t i = 0; i < m.inputs.size(); ++i) {
-    const std::string& w = m.inputs.words()[static_cast<size_t>(i)];
-    if (m.inputs.find(w) != i) continue;  // the default vector a learned row replaces
+  values.reserve(rows.size() * static_cast<size_t>(e));
+  for (const int64_t i : rows) {
     // Row i: the table's, or past it one of the rows learned for new words (as the forward reads ids).
     const float* row = i < s.vocabulary ? m.net.embedding.value.data() + i * e
                                         : m.net.new_words.value.data() + (i - s.vocabulary) * e;
-    names.push_back(w);
     values.insert(values.end(), row, row + e);
   }
   return vectors::from_values(std::move(names), e, std::move(values));
