@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 
 #include "attn/cuda.hpp"
@@ -33,6 +34,16 @@ void run_kernels(F&& f) {
 
 inline void require_device() {
   if (!available()) throw_usage("no CUDA device answers on this machine (--device cuda needs one)");
+}
+
+// What one launch of the kernels takes (flash_dispatch.cu checks the same before launching):
+// usage errors, named before any device work.
+inline void check_launch_limits(int64_t batch_heads, int64_t longest_sequence, int64_t head_size, int64_t value_size) {
+  if (head_size > 256 || value_size > 256)
+    throw_usage(fmt::format("head sizes above 256 (D = {}, Dv = {}) are not supported on CUDA", head_size, value_size));
+  if (batch_heads > 65535)
+    throw_usage(fmt::format("B·H = {} (batch × heads) is above 65535, the most one CUDA launch takes", batch_heads));
+  if (longest_sequence > (int64_t{1} << 30)) throw_usage("sequence lengths above 2^30 are not supported on CUDA");
 }
 
 inline element to_element(precision p) {

@@ -96,13 +96,7 @@ struct device_inputs {
 
 void check_shapes(const tensor& q, const tensor& k, const tensor& v, const tensor* mask) {
   check_sdpa_shapes(q, k, v, mask);
-  if (q.dim(3) > 256 || v.dim(3) > 256)
-    throw_usage(fmt::format("head sizes above 256 (D = {}, Dv = {}) are not supported on CUDA", q.dim(3), v.dim(3)));
-  if (q.dim(0) * q.dim(1) > 65535)
-    throw_usage(fmt::format("B·H = {} (batch × heads) is above 65535, the most one CUDA launch takes",
-                            q.dim(0) * q.dim(1)));
-  if (q.dim(2) > (int64_t{1} << 30) || k.dim(2) > (int64_t{1} << 30))
-    throw_usage("sequence lengths above 2^30 are not supported on CUDA");
+  check_launch_limits(q.dim(0) * q.dim(1), std::max(q.dim(2), k.dim(2)), q.dim(3), v.dim(3));
 }
 
 bool built() { return true; }

@@ -17,8 +17,8 @@ using namespace detail;
 
 timing time_sdpa(int64_t B, int64_t H, int64_t L, int64_t D, bool causal, precision p, int repeats, bool backward) {
   require_device();
-  if (B < 1 || H < 1 || L < 1 || D < 1 || D > 256 || B * H > 65535 || L > (int64_t{1} << 30))
-    throw_usage("time_sdpa: sizes must be positive, D at most 256, B·H at most 65535, L at most 2^30");
+  if (B < 1 || H < 1 || L < 1 || D < 1) throw_usage("time_sdpa: sizes must be positive");
+  check_launch_limits(B * H, L, D, D);
   repeats = std::max(repeats, 1);
   const int64_t n = B * H * L * D;
   const size_t bytes = static_cast<size_t>(n) * element_bytes(p);
