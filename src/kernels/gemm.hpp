@@ -65,6 +65,9 @@ void pack_b_avx512(const gemm_args& g, float* panels);
 void pack_b_avx2(const gemm_args& g, float* panels);
 int64_t avx512_panel_width(int64_t n);
 int64_t avx2_panel_width(int64_t n);
+// The columns of a whole panel (NR): a product may start at a multiple of it in packed panels.
+int64_t avx512_panel_columns();
+int64_t avx2_panel_columns();
 
 // gemm_bf16's kernels (gemm_bf16 picks by kernels::selected_bf16_path()).
 void gemm_bf16_avx512(const gemm_args& g, int threads);

@@ -17,5 +17,7 @@ void pack_b_avx2(const gemm_args& g, float* panels) { gemm_avx2_tiled(g, 1).pack
 
 int64_t avx2_panel_width(int64_t n) { return gemm_avx2_tiled::padded_n(n); }
 
+int64_t avx2_panel_columns() { return gemm_avx2_tiled::NR; }
+
 }  // namespace attn::kernels
 #endif

@@ -20,5 +20,7 @@ void pack_b_avx512(const gemm_args& g, float* panels) { gemm_avx512_tiled(g, 1).
 
 int64_t avx512_panel_width(int64_t n) { return gemm_avx512_tiled::padded_n(n); }
 
+int64_t avx512_panel_columns() { return gemm_avx512_tiled::NR; }
+
 }  // namespace attn::kernels
 #endif

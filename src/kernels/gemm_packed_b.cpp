@@ -9,8 +9,8 @@ packed_b::packed_b(const gemm_args& g) : isa_(selected_isa()), k_(g.k), n_(g.n) 
   void (*pack)(const gemm_args&, float*) = nullptr;
   switch (isa_) {
 #if defined(__x86_64__) || defined(__i386__)
-    case isa::avx512: width_ = avx512_panel_width(g.n), panel_width_ = avx512_panel_width(1), pack = pack_b_avx512; break;
-    case isa::avx2: width_ = avx2_panel_width(g.n), panel_width_ = avx2_panel_width(1), pack = pack_b_avx2; break;
+    case isa::avx512: width_ = avx512_panel_width(g.n), panel_width_ = avx512_panel_columns(), pack = pack_b_avx512; break;
+    case isa::avx2: width_ = avx2_panel_width(g.n), panel_width_ = avx2_panel_columns(), pack = pack_b_avx2; break;
 #endif
     default: return;
   }

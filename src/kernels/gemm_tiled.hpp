@@ -6,6 +6,9 @@
 // op(A) packs them and runs the micro-kernel (MR × NR sums held in registers) across the panels.
 // Packing makes every load of the inner loop contiguous, whatever the transposes. A B used in
 // many products (a layer's weights) can be packed once, whole (pack_whole_b), and passed in.
+// The last panel is one vector wide (NR / 2) when that covers the columns left: a width of 100
+// (GloVe's, hence the language model's) is then 3 panels of 32 and one of 16 rather than four of
+// 32, an eighth fewer multiply-adds.
 #pragma once
 
 #include <omp.h>
@@ -100,35 +103,43 @@ class gemm_tiled {
  public:
   static constexpr int W = V::W;
   static constexpr int NR = 2 * W;     // two vectors of columns
-  // The inner dimension goes in equal blocks of at most KC (k = 768: two of 384, k = 512: one):
-  // every block beyond the first reloads and stores C, so fewer, longer blocks measured faster
-  // (x·Wᵀ with k = 512 on 2 threads: 165–200 GFLOP/s in blocks of 256, 205–215 in one), as long
-  // as MR×kc of A (16 KiB at most for 8 rows) stays in L1. A function of k alone: the bits do not depend on
-  // the threads, and B packed once is blocked as the products read it.
-  static constexpr int64_t KC = 512;
+  // The inner dimension goes in equal blocks of at most KC (k = 768: three of 256, k = 300: two
+  // of 150). Every block beyond the first reloads and stores C, but the kc × NC block of B must
+  // stay in L2 while each MR rows of A sweep it: blocks of 512 × 2048 (4 MiB) ran a 2048 × 2048
+  // × 512 product at 36% of the peak, blocks of 256 × 1024 (1 MiB) at 65%. A function of k
+  // alone: the bits do not depend on the threads, and B packed once is blocked as the products
+  // read it.
+  static constexpr int64_t KC = 256;
   static int64_t block_k(int64_t k) {
     const int64_t blocks = std::max<int64_t>(1, (k + KC - 1) / KC);
     return (k + blocks - 1) / blocks;
   }
-  static constexpr int64_t NC = 2048;  // a multiple of NR; kc·NC of B (4 MiB at most) per thread
+  static constexpr int64_t NC = 1024;  // a multiple of NR; kc·NC of B (1 MiB at most) per thread
   static_assert(NC % NR == 0);
-  // Rows of a transposed A packed together: MC·kc floats (256 KiB at most) beside B's block.
-  static constexpr int64_t MC = 128 / MR * MR;
+  // Rows of a transposed A packed together: MC·kc floats (512 KiB at most) beside B's block.
+  // Each of A's rows is then read as a run of 2 KiB, which the prefetcher follows: the tied
+  // output's dlogitsᵀ·hidden (4,096 × 100 × 4,096) ran at 125–130 GFLOP/s in runs of 128
+  // rows and at 163–164 in runs of 512.
+  static constexpr int64_t MC = 512 / MR * MR;
 
   gemm_tiled(const gemm_args& g, int threads, const b_panels& packed = {})
       : g_(g), threads_(std::max(1, threads)), packed_(packed) {}
 
-  // Columns of a packed matrix: whole panels.
-  static int64_t padded_n(int64_t n) { return (n + NR - 1) / NR * NR; }
+  // Columns of a packed matrix: whole panels, the last one W wide when that covers the rest.
+  static int64_t padded_n(int64_t n) {
+    const int64_t whole = (n + NR - 1) / NR * NR;
+    return whole - n >= W ? whole - W : whole;
+  }
 
   // op(B) → dst in block()'s order: block pc (kc rows) at pc·padded_n, its panel of columns j
-  // at j·kc within, laid out [kk·NR + c]. The bits of packing per call, so the products are
-  // identical either way.
+  // at j·kc within, laid out [kk·width + c] (width NR, or W for a narrow last panel). The bits
+  // of packing per call, so the products are identical either way.
   void pack_whole_b(float* dst) const {
     const int64_t kb = block_k(g_.k);
     for (int64_t pc = 0; pc < g_.k; pc += kb) {
       const int64_t kc = std::min(kb, g_.k - pc);
-      for (int64_t j = 0; j < g_.n; j += NR) pack_b(pc, kc, j, g_.n, dst + pc * padded_n(g_.n) + j * kc);
+      for (int64_t j = 0; j < g_.n; j += NR)
+        pack_b(pc, kc, j, g_.n, panel_width(padded_n(g_.n) - j), dst + pc * padded_n(g_.n) + j * kc);
     }
   }
 
@@ -143,6 +154,9 @@ class gemm_tiled {
   void block(int64_t i_begin, int64_t i_end, int64_t j_begin, int64_t j_end) const {
     const bool packed = packed_.data != nullptr;
     const int64_t kb = block_k(g_.k);
+    // The width of B's panel layout from this product's column 0 on: only its last panel may be
+    // narrow.
+    const int64_t layout = packed ? packed_.width - packed_.first_column : padded_n(g_.n);
     // A stored [k, m] (a weight gradient dyᵀ·x, the tied table's dlogitsᵀ·hidden) is packed MC
     // rows at a time: each of A's kc rows is then read as one run of MC floats rather than 8 at
     // a time, 8 panels apart — with A's rows a vocabulary apart (16 KiB), every such read missed.
@@ -158,7 +172,7 @@ class gemm_tiled {
           b_block = packed_.data + pc * packed_.width + (packed_.first_column + jc) * kc;
         else
           for (int64_t j = jc; j < jc + nc; j += NR)
-            pack_b(pc, kc, j, std::min(j_end, jc + nc), b_scratch + (j - jc) * kc);
+            pack_b(pc, kc, j, std::min(j_end, jc + nc), panel_width(layout - j), b_scratch + (j - jc) * kc);
         for (int64_t ic = i_begin; ic < i_end; ic += mc) {
           const int64_t ic_end = std::min(i_end, ic + mc);
           if (g_.trans_a) pack_a_transposed(ic, ic_end, pc, kc, a_block);
@@ -168,9 +182,12 @@ class gemm_tiled {
             if (!g_.trans_a) pack_a(i0, i_end, pc, kc, a_block);
             for (int64_t j = jc; j < jc + nc; j += NR) {
               const int cols = static_cast<int>(std::min<int64_t>(NR, jc + nc - j));
-              micro_kernel(kc, a_panel, b_block + (j - jc) * kc, i0, j, rows, cols,
-                           pc == 0 ? g_.beta : 1.0f,
-                           pc == 0 && g_.bias != nullptr ? g_.bias + j : nullptr);
+              const float beta = pc == 0 ? g_.beta : 1.0f;
+              const float* bias = pc == 0 && g_.bias != nullptr ? g_.bias + j : nullptr;
+              if (panel_width(layout - j) == W)
+                micro_kernel<1>(kc, a_panel, b_block + (j - jc) * kc, i0, j, rows, cols, beta, bias);
+              else
+                micro_kernel<2>(kc, a_panel, b_block + (j - jc) * kc, i0, j, rows, cols, beta, bias);
             }
           }
         }
@@ -182,23 +199,27 @@ class gemm_tiled {
   // MC rows).
   static float* scratch(int slot, size_t n) { return packing_scratch<V, float>(slot, n); }
 
-  // op(B)[pc .. pc+kc, j0 .. j0+NR) → dst[kk·NR + c], zeros from column j_end on.
-  void pack_b(int64_t pc, int64_t kc, int64_t j0, int64_t j_end, float* dst) const {
-    const int cols = static_cast<int>(std::min<int64_t>(NR, j_end - j0));
+  // The width of the panel at a column `left` columns before the layout's end: NR, or W for
+  // a narrow last panel.
+  static int panel_width(int64_t left) { return left == W ? W : NR; }
+
+  // op(B)[pc .. pc+kc, j0 .. j0+width) → dst[kk·width + c], zeros from column j_end on.
+  void pack_b(int64_t pc, int64_t kc, int64_t j0, int64_t j_end, int width, float* dst) const {
+    const int cols = static_cast<int>(std::min<int64_t>(width, j_end - j0));
     if (!g_.trans_b) {  // B [k, n]: rows of B are contiguous along the columns
       for (int64_t kk = 0; kk < kc; ++kk) {
         const float* src = g_.b + (pc + kk) * g_.ldb + j0;
-        float* d = dst + kk * NR;
+        float* d = dst + kk * width;
         for (int c = 0; c < cols; ++c) d[c] = src[c];
-        for (int c = cols; c < NR; ++c) d[c] = 0.0f;
+        for (int c = cols; c < width; ++c) d[c] = 0.0f;
       }
     } else {  // B stored [n, k]: each column of op(B) is a contiguous row of B
-      for (int c = 0; c < NR; ++c) {
+      for (int c = 0; c < width; ++c) {
         const float* src = g_.b + (j0 + c) * g_.ldb + pc;
         if (c < cols)
-          for (int64_t kk = 0; kk < kc; ++kk) dst[kk * NR + c] = src[kk];
+          for (int64_t kk = 0; kk < kc; ++kk) dst[kk * width + c] = src[kk];
         else
-          for (int64_t kk = 0; kk < kc; ++kk) dst[kk * NR + c] = 0.0f;
+          for (int64_t kk = 0; kk < kc; ++kk) dst[kk * width + c] = 0.0f;
       }
     }
   }
@@ -261,21 +282,30 @@ class gemm_tiled {
   }
 
   // C[i0 .. i0+rows, j0 .. j0+cols) = alpha · Ap·Bp + beta · C (beta 0: C is not read),
-  // + bias[0 .. cols) when given (the first block of the inner dimension only).
+  // + bias[0 .. cols) when given (the first block of the inner dimension only). Bp is a panel
+  // of VECTORS × W columns (2: NR, 1: a narrow last panel, cols ≤ W).
+  template <int VECTORS>
   void micro_kernel(int64_t kc, const float* ap, const float* bp, int64_t i0, int64_t j0, int rows,
                     int cols, float beta, const float* bias) const {
     using vec = typename V::vec;
+    constexpr int width = VECTORS * W;
     vec lo[MR], hi[MR];
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) lo[r] = hi[r] = V::zero();
     for (int64_t kk = 0; kk < kc; ++kk) {
-      const vec b0 = V::load(bp + kk * NR), b1 = V::load(bp + kk * NR + W);
+      const vec b0 = V::load(bp + kk * width);
       const float* a = ap + kk * MR;
+      if constexpr (VECTORS == 2) {
+        const vec b1 = V::load(bp + kk * width + W);
 #pragma GCC unroll 16
-      for (int r = 0; r < MR; ++r) {
-        const vec x = V::set1(a[r]);
-        lo[r] = V::fmadd(x, b0, lo[r]);
-        hi[r] = V::fmadd(x, b1, hi[r]);
+        for (int r = 0; r < MR; ++r) {
+          const vec x = V::set1(a[r]);
+          lo[r] = V::fmadd(x, b0, lo[r]);
+          hi[r] = V::fmadd(x, b1, hi[r]);
+        }
+      } else {
+#pragma GCC unroll 16
+        for (int r = 0; r < MR; ++r) lo[r] = V::fmadd(V::set1(a[r]), b0, lo[r]);
       }
     }
     store_tile<V>(g_, lo, hi, i0, j0, rows, cols, beta, bias);

@@ -99,21 +99,39 @@ TEST(gemm, every_transpose_and_odd_sizes_against_long_double) {
       for (bool tb : {false, true})
         for (int64_t m : {1, 7, 13, 65})
           for (int64_t n : {1, 31, 33, 530})
-            for (int64_t k : {1, 7, 513})  // 513: two blocks of the inner dimension
+            for (int64_t k : {1, 7, 513})  // 513: three blocks of the inner dimension
               for (int threads : {1, 2}) check({ta, tb, m, n, k, 1.0f, 0.0f}, kernel, threads, rng, name);
 }
 
 TEST(gemm, transposed_a_across_its_blocks_of_rows) {
-  // A stored [k, m] is packed up to 128 rows at a time: several such blocks per thread, the last
-  // one short, with a short panel at its end (263 = 2·128 + 7), and a block of panels alone (129).
+  // A stored [k, m] is packed up to 512 rows at a time: several such blocks per thread, the last
+  // one short, with a short panel at its end (1,031 = 2·512 + 7), a block and a panel (520), and
+  // less than a block (129).
   const auto kernels = kernels_here();
   if (kernels.empty()) GTEST_SKIP() << "no AVX2 on this CPU: gemm runs the reference";
   std::mt19937 rng(12);
   for (const auto& [name, kernel] : kernels)
     for (bool tb : {false, true})
-      for (int64_t m : {129, 263, 520})
+      for (int64_t m : {129, 520, 1031})
         for (int64_t k : {7, 513})
           for (int threads : {1, 2}) check({true, tb, m, 33, k, 1.0f, 0.5f}, kernel, threads, rng, name);
+}
+
+TEST(gemm, a_narrow_last_panel_across_blocks_of_columns) {
+  // A last panel of one vector (n = 100: three panels of 32 and one of 16 on AVX-512, six of 16
+  // and one of 8 on AVX2), alone or after more than one block of NC = 1,024 columns (1,100),
+  // against a remainder that takes a whole panel (n = 50, 1,074 on AVX-512), with beta = 1 so
+  // that the second block of the inner dimension adds to what the first one stored.
+  const auto kernels = kernels_here();
+  if (kernels.empty()) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(15);
+  for (const auto& [name, kernel] : kernels)
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (int64_t n : {50, 100, 1074, 1100})
+          for (int64_t m : {7, 65})
+            for (int64_t k : {100, 300})
+              for (int threads : {1, 2}) check({ta, tb, m, n, k, 1.0f, 1.0f}, kernel, threads, rng, name);
 }
 
 TEST(gemm, alpha_and_beta) {
@@ -181,6 +199,7 @@ struct packing_kernel {
   kernel_fn run;
   void (*pack)(const gemm_args&, float*);
   int64_t (*width)(int64_t);
+  int64_t (*panel_columns)();
 };
 
 std::vector<packing_kernel> packing_kernels_here() {
@@ -188,10 +207,10 @@ std::vector<packing_kernel> packing_kernels_here() {
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
     ks.push_back({"avx512", attn::kernels::gemm_avx512, attn::kernels::pack_b_avx512,
-                  attn::kernels::avx512_panel_width});
+                  attn::kernels::avx512_panel_width, attn::kernels::avx512_panel_columns});
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     ks.push_back({"avx2", attn::kernels::gemm_avx2, attn::kernels::pack_b_avx2,
-                  attn::kernels::avx2_panel_width});
+                  attn::kernels::avx2_panel_width, attn::kernels::avx2_panel_columns});
 #endif
   return ks;
 }
@@ -249,7 +268,7 @@ TEST(gemm, packed_b_columns_give_the_bits_of_packing_per_call_on_any_thread_coun
           whole.trans_b = tb, whole.k = k, whole.n = n_total, whole.b = b.data(), whole.ldb = ldb;
           std::vector<float> panels(static_cast<size_t>(k * kernel.width(n_total)));
           kernel.pack(whole, panels.data());
-          const int64_t nr = kernel.width(1);
+          const int64_t nr = kernel.panel_columns();
           for (int64_t first = 0; first < n_total; first += nr)
             for (int64_t n : {int64_t{1}, n_total - first})
               for (int64_t m : {1, 7, 63, 65, 129}) {
