@@ -5,6 +5,7 @@
 
 #include "nn/layer_norm.hpp"
 #include "nn/linear_layer.hpp"
+#include "nn/scratch.hpp"
 
 namespace attn::nn {
 
@@ -25,7 +26,7 @@ void pre_norm_forward(const T* x, const encoder_block_weights<T>& w, T* y, encod
                      c.rstd1.data(), n, e);
   c.sum1.resize(size);
   self_attention_forward(c.normed.data(), w.attention, c.sum1.data(), c.attention, s.attention, mask);
-  for (std::size_t i = 0; i < size; ++i) c.sum1[i] += x[i];
+  add_into(c.sum1.data(), x, n * e);
   c.h.resize(size);
   c.mean2.resize(static_cast<std::size_t>(n));
   c.rstd2.resize(static_cast<std::size_t>(n));
@@ -36,7 +37,7 @@ void pre_norm_forward(const T* x, const encoder_block_weights<T>& w, T* y, encod
   linear_forward(c.h.data(), w.linear1_weight, w.linear1_bias, c.pre.data(), n, e, f);
   relu_forward(c.pre.data(), c.act.data(), n * f);
   linear_forward(c.act.data(), w.linear2_weight, w.linear2_bias, y, n, f, e);
-  for (std::size_t i = 0; i < size; ++i) y[i] += c.sum1[i];
+  add_into(y, c.sum1.data(), n * e);
 }
 
 template <class T>
@@ -45,31 +46,30 @@ void pre_norm_backward(const T* dy, const T* x, const encoder_block_weights<T>& 
                        const encoder_block_shape& s, const attention_mask_spec& mask) {
   const int64_t n = s.attention.batch * s.attention.length, e = s.attention.width;
   const int64_t f = s.feedforward;
-  const auto size = static_cast<std::size_t>(n * e);
   // y = sum1 + act·W₂ᵀ + b₂: sum1 gets dy directly and through LN₂ and the feed-forward part
-  std::vector<T> dact(static_cast<std::size_t>(n * f), T(0)), dpre(dact.size(), T(0));
+  scratch<T> dact = scratch_zeros<T>(n * f), dpre = scratch_zeros<T>(n * f);
   linear_backward(dy, c.act.data(), w.linear2_weight, dact.data(), g.dlinear2_weight,
                   g.dlinear2_bias, n, f, e);
   relu_backward(dact.data(), c.pre.data(), dpre.data(), n * f);
-  std::vector<T> dh(size, T(0));
+  scratch<T> dh = scratch_zeros<T>(n * e);
   linear_backward(dpre.data(), c.h.data(), w.linear1_weight, dh.data(), g.dlinear1_weight,
                   g.dlinear1_bias, n, e, f);
-  std::vector<T> dsum1(dy, dy + size);
+  scratch<T> dsum1 = scratch_copy(dy, n * e);
   layer_norm_backward(dh.data(), c.sum1.data(), w.norm2_weight, c.mean2.data(), c.rstd2.data(),
                       dsum1.data(), g.dnorm2_weight, g.dnorm2_bias, n, e);
   // sum1 = x + attention(normed): x gets dsum1 directly and through LN₁ and the attention
-  std::vector<T> dnormed(size, T(0));
+  scratch<T> dnormed = scratch_zeros<T>(n * e);
   self_attention_backward(dsum1.data(), c.normed.data(), w.attention, c.attention, dnormed.data(),
                           g.attention, s.attention, mask);
   if (dx == nullptr) {  // the weights' gradients still need LN₁'s
-    std::vector<T> unused(size, T(0));
+    scratch<T> unused = scratch_zeros<T>(n * e);
     layer_norm_backward(dnormed.data(), x, w.norm1_weight, c.mean1.data(), c.rstd1.data(),
                         unused.data(), g.dnorm1_weight, g.dnorm1_bias, n, e);
     return;
   }
   layer_norm_backward(dnormed.data(), x, w.norm1_weight, c.mean1.data(), c.rstd1.data(), dx,
                       g.dnorm1_weight, g.dnorm1_bias, n, e);
-  for (std::size_t i = 0; i < size; ++i) dx[i] += dsum1[i];
+  add_into(dx, dsum1.data(), n * e);
 }
 
 }  // namespace
@@ -88,7 +88,7 @@ void encoder_block_forward(const T* x, const encoder_block_weights<T>& w, T* y,
   // sum1 = x + attention(x); h = LayerNorm₁(sum1)
   c.sum1.resize(size);
   self_attention_forward(x, w.attention, c.sum1.data(), c.attention, s.attention, mask);
-  for (std::size_t i = 0; i < size; ++i) c.sum1[i] += x[i];
+  add_into(c.sum1.data(), x, n * e);
   c.h.resize(size);
   c.mean1.resize(static_cast<std::size_t>(n));
   c.rstd1.resize(static_cast<std::size_t>(n));
@@ -101,7 +101,7 @@ void encoder_block_forward(const T* x, const encoder_block_weights<T>& w, T* y,
   relu_forward(c.pre.data(), c.act.data(), n * f);
   c.sum2.resize(size);
   linear_forward(c.act.data(), w.linear2_weight, w.linear2_bias, c.sum2.data(), n, f, e);
-  for (std::size_t i = 0; i < size; ++i) c.sum2[i] += c.h[i];
+  add_into(c.sum2.data(), c.h.data(), n * e);
   c.mean2.resize(static_cast<std::size_t>(n));
   c.rstd2.resize(static_cast<std::size_t>(n));
   layer_norm_forward(c.sum2.data(), w.norm2_weight, w.norm2_bias, y, c.mean2.data(),
@@ -119,27 +119,26 @@ void encoder_block_backward(const T* dy, const T* x, const encoder_block_weights
   }
   const int64_t n = s.attention.batch * s.attention.length, e = s.attention.width;
   const int64_t f = s.feedforward;
-  const auto size = static_cast<std::size_t>(n * e);
   // y = LayerNorm₂(sum2)
-  std::vector<T> dsum2(size, T(0));
+  scratch<T> dsum2 = scratch_zeros<T>(n * e);
   layer_norm_backward(dy, c.sum2.data(), w.norm2_weight, c.mean2.data(), c.rstd2.data(),
                       dsum2.data(), g.dnorm2_weight, g.dnorm2_bias, n, e);
   // sum2 = h + act·W₂ᵀ + b₂: h gets dsum2 directly and through the feed-forward part
-  std::vector<T> dh(dsum2), dact(static_cast<std::size_t>(n * f), T(0)), dpre(dact.size(), T(0));
+  scratch<T> dh = scratch_copy(dsum2.data(), n * e), dact = scratch_zeros<T>(n * f),
+             dpre = scratch_zeros<T>(n * f);
   linear_backward(dsum2.data(), c.act.data(), w.linear2_weight, dact.data(), g.dlinear2_weight,
                   g.dlinear2_bias, n, f, e);
   relu_backward(dact.data(), c.pre.data(), dpre.data(), n * f);  // act = relu(pre)
   linear_backward(dpre.data(), c.h.data(), w.linear1_weight, dh.data(), g.dlinear1_weight,
                   g.dlinear1_bias, n, e, f);                     // pre = h·W₁ᵀ + b₁
   // h = LayerNorm₁(sum1)
-  std::vector<T> dsum1(size, T(0));
+  scratch<T> dsum1 = scratch_zeros<T>(n * e);
   layer_norm_backward(dh.data(), c.sum1.data(), w.norm1_weight, c.mean1.data(), c.rstd1.data(),
                       dsum1.data(), g.dnorm1_weight, g.dnorm1_bias, n, e);
   // sum1 = x + attention(x)
   self_attention_backward(dsum1.data(), x, w.attention, c.attention, dx, g.attention,
                           s.attention, mask);
-  if (dx != nullptr)
-    for (std::size_t i = 0; i < size; ++i) dx[i] += dsum1[i];
+  if (dx != nullptr) add_into(dx, dsum1.data(), n * e);
 }
 
 #define ATTN_INSTANTIATE(T)                                                                     \

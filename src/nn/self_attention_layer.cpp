@@ -7,6 +7,7 @@
 
 #include "nn/linear_layer.hpp"
 #include "nn/parallel_elements.hpp"
+#include "nn/scratch.hpp"
 
 namespace attn::nn {
 
@@ -65,11 +66,11 @@ void self_attention_backward(const T* dy, const T* x, const self_attention_weigh
   const int64_t rows = s.batch * s.length, n = rows * s.width, d = s.width / s.heads;
   const auto size = static_cast<size_t>(n);
   // y = merged·W_oᵀ + b_o
-  std::vector<T> dmerged(size, T(0));
+  scratch<T> dmerged = scratch_zeros<T>(n);
   linear_backward(dy, cache.merged.data(), w.wo, dmerged.data(), g.dwo, g.dbo, rows, s.width,
                   s.width);
-  // merged = concat of the heads' o
-  std::vector<T> d_o(size), dq(size), dk(size), dv(size), dprojected(size);
+  // merged = concat of the heads' o (each of these written whole before it is read)
+  scratch<T> d_o(size), dq(size), dk(size), dv(size), dprojected(size);
   split_heads(dmerged.data(), d_o.data(), s);
   // o = attention(q, k, v)
   attention_core_backward(cache.q.data(), cache.k.data(), cache.v.data(), cache.o.data(),
