@@ -717,8 +717,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
           result.trained_tokens = p.all_tokens;
           optimiser.flush();
           net.set_output_bf16(false);
-          net.set_output_bf16(false);
-  result.model = text_model(std::move(model));
+          result.model = text_model(std::move(model));
           return result;
         }
         // This step's masks and dropout, from the step's number.
