@@ -21,11 +21,14 @@ echo "== device tests"
 python3 -m pytest -q --tb=line -p no:cacheprovider -s tests/cuda > "$out/tests.log" 2>&1 || failed+=("device tests")
 tail -80 "$out/tests.log"
 
-for variant in 4x1 4x2; do  # each forward block shape on every D (ATTN_CUDA_FORWARD), bf16 and fp16
-  echo "== device tests, forward $variant"
-  ATTN_CUDA_FORWARD=$variant python3 -m pytest -q --tb=line -p no:cacheprovider -k "16" tests/cuda \
-    > "$out/tests_$variant.log" 2>&1 || failed+=("device tests, forward $variant")
-  tail -3 "$out/tests_$variant.log"
+# each forward block shape with each set of refinements on every D (ATTN_CUDA_FORWARD,
+# ATTN_CUDA_FORWARD_VARIANT; src/cuda/flash_forward_launch.cu), bf16 and fp16; 8x2 is built for bf16
+for forced in 4x1:9 4x1:15 4x2:9 4x2:15 8x2:9 8x2:15; do
+  shape=${forced%:*} refine=${forced#*:}
+  echo "== device tests, forward $shape, refinements $refine"
+  ATTN_CUDA_FORWARD=$shape ATTN_CUDA_FORWARD_VARIANT=$refine python3 -m pytest -q --tb=line -p no:cacheprovider \
+    -k "16 or dominate" tests/cuda > "$out/tests_${shape}_$refine.log" 2>&1 || failed+=("device tests, forward $forced")
+  tail -3 "$out/tests_${shape}_$refine.log"
 done
 
 if [ -x "$bin/attn_tests" ]; then  # the host API against float64 (tests/unit/test_cuda.cpp), when carried
@@ -39,7 +42,9 @@ python3 - "$out" <<'PY'
 import sys, numpy as np
 rng = np.random.default_rng(0)
 for name, shape in (("q", (1, 4, 65, 64)), ("k", (1, 2, 130, 64)), ("v", (1, 2, 130, 64)), ("go", (1, 4, 65, 64)),
-                    ("q7", (1, 2, 33, 7)), ("k7", (1, 2, 40, 7)), ("v7", (1, 2, 40, 7)), ("go7", (1, 2, 33, 7))):
+                    ("q7", (1, 2, 33, 7)), ("k7", (1, 2, 40, 7)), ("v7", (1, 2, 40, 7)), ("go7", (1, 2, 33, 7)),
+                    ("q128", (1, 2, 200, 128)), ("k128", (1, 2, 200, 128)), ("v128", (1, 2, 200, 128)),
+                    ("go128", (1, 2, 200, 128))):
     np.save(f"{sys.argv[1]}/{name}.npy", rng.standard_normal(shape).astype(np.float32))
 np.save(f"{sys.argv[1]}/mask.npy", rng.standard_normal((65, 130)).astype(np.float32))
 PY
@@ -51,6 +56,17 @@ for tool in memcheck racecheck; do
     status=$?
     [ $status = 0 ] || failed+=("$tool $dt")
     echo "$tool $dt (D=64, mask, causal, GQA, fwd+bwd): exit $status $(grep -E 'ERROR SUMMARY' "$out/san_${tool}_${dt}.log")"
+  done
+  for D in 64 128 128x8; do  # no mask, not causal: the interior tiles' folded path (64: one row tile a warp, 128: two; 8 warps)
+    [ $D = 64 ] && set -- q k v go || set -- q128 k128 v128 go128
+    [ $D = 128x8 ] && export ATTN_CUDA_FORWARD=8x2 || unset ATTN_CUDA_FORWARD
+    compute-sanitizer --tool $tool --error-exitcode 9 "$bin/attn" sdpa --device cuda --dtype bf16 \
+      --query "$out/$1.npy" --key "$out/$2.npy" --value "$out/$3.npy" -o "$out/o.npy" \
+      --grad-output "$out/$4.npy" --dq "$out/dq.npy" --dk "$out/dk.npy" --dv "$out/dv.npy" > "$out/san_${tool}_plain$D.log" 2>&1
+    status=$?
+    unset ATTN_CUDA_FORWARD
+    [ $status = 0 ] || failed+=("$tool bf16 D=$D plain")
+    echo "$tool bf16 (D=$D, no mask, full, fwd+bwd): exit $status $(grep -E 'ERROR SUMMARY' "$out/san_${tool}_plain$D.log")"
   done
   compute-sanitizer --tool $tool --error-exitcode 9 "$bin/attn" sdpa --device cuda --dtype bf16 \
     --query "$out/q7.npy" --key "$out/k7.npy" --value "$out/v7.npy" -o "$out/o7.npy" \
@@ -66,10 +82,25 @@ report() {
   echo "all checks passed"
 }
 [ "$quick" = quick ] && report
-echo "== the forward's block shapes"
-for variant in 4x1 4x2 default; do
-  ATTN_CUDA_FORWARD=$variant "$bin/attn" bench --device cuda --dtype bf16 --reps 30 1,4096,16,128 4,2048,16,64 8,1024,32,128 2>&1 | sed "s/^/$variant /"
-  ATTN_CUDA_FORWARD=$variant "$bin/attn" bench --device cuda --dtype bf16 --reps 30 --causal 1,4096,16,128 4,2048,16,64 8,1024,32,128 2>&1 | sed "s/^/$variant /"
+echo "== the forward's block shapes and refinements"
+# shape:refinements (ATTN_CUDA_FORWARD, ATTN_CUDA_FORWARD_VARIANT: src/cuda/flash_forward_launch.cu);
+# "choice" is the launch's own choice, :0 the kernel's first version. Two passes, interleaved, so
+# that a drift of the clocks shows as a difference between passes.
+for pass in 1 2; do
+  for forced in choice 4x1:0 4x2:0 4x1:9 4x1:15 4x2:9 4x2:15 8x2:9 8x2:15; do
+    shape=${forced%:*} refine=${forced#*:}
+    [ $forced = choice ] && shape= refine=
+    for causal in "" --causal; do
+      ATTN_CUDA_FORWARD=$shape ATTN_CUDA_FORWARD_VARIANT=$refine "$bin/attn" bench --device cuda --dtype bf16 \
+        --reps 20 $causal 1,4096,16,128 4,2048,16,64 8,1024,32,128 2>&1 | sed "s/^/pass$pass $forced /"
+    done
+  done
+  for every in 1 0; do  # the backward: every pair checked (its first version) against interior tiles folded
+    for causal in "" --causal; do
+      ATTN_CUDA_BACKWARD_EVERY_PAIR=$every "$bin/attn" bench --device cuda --dtype bf16 --backward \
+        --reps 30 $causal 1,4096,16,128 4,2048,16,64 8,1024,32,128 2>&1 | sed "s/^/pass$pass backward every_pair=$every /"
+    done
+  done
 done | tee "$out/variants.txt" | sed 's/(cuda: .*//'
 echo "== benchmark"
 python3 bench/gpu/sdpa_vs_torch.py --reps 10 --json "$out/bench.jsonl" 2>&1 | tee "$out/bench.txt" || failed+=("benchmark")

@@ -1,7 +1,7 @@
 """attn's CUDA sdpa against PyTorch's scaled_dot_product_attention on the same GPU, in the same
 run: bf16, forward and forward+backward, the issue's shapes, full and causal. Times are medians
-of CUDA-event-timed runs after warm-up; inputs rotate among three sets so that no run reads
-another's cache. TFLOP/s count 4·B·H·N²·D (half when causal), ×3.5 with the backward.
+of CUDA-event-timed calls after warm-up, queued back to back (the GPU's time, not the host's);
+inputs rotate among three sets so that no run reads another's cache. TFLOP/s count 4·B·H·N²·D (half when causal), ×3.5 with the backward.
 
   python3 bench/gpu/sdpa_vs_torch.py [--reps 20] [--json OUT.jsonl]
 
@@ -22,18 +22,21 @@ SHAPES = [(1, 4096, 16, 128), (4, 2048, 16, 64), (8, 1024, 32, 128)]
 
 
 def median_ms(fn, reps, sets):
+    """The median of `reps` calls, each between its own pair of CUDA events, the calls queued
+    back to back with no wait between them: what is timed is the GPU's work, not the host's
+    (Python, ctypes, allocation) before each launch, which overlaps the previous call's kernels.
+    (Waiting after each call instead timed the host's work too: tens of microseconds a call,
+    5% of a half-millisecond forward.)"""
     for i in range(3):
         fn(sets[i % len(sets)])
     torch.cuda.synchronize()
-    times = []
-    for r in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for r, (a, b) in enumerate(events):
         a.record()
         fn(sets[r % len(sets)])
         b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) for a, b in events)
 
 
 def torch_backends():

@@ -23,6 +23,7 @@ struct mma_backward_args {
   int64_t ms0, ms1, ms2, ms3;
   float scale, scale_log2;
   bool causal;
+  bool fold_interior;  // tiles clear of masks and edges skip the per-pair checks (false: the first version's every-pair path, for timing)
 };
 
 constexpr int mma_backward_warps = 4;  // 64 rows a block, 16 a warp
@@ -151,18 +152,29 @@ flash_backward_dkdv_mma_kernel(const T* __restrict__ q, const T* __restrict__ k,
       for (int e = 0; e < 4; ++e) st[n][e] = dpt[n][e] = 0.f;
     product_rows_rows<T, D, BR / 8>(st, k_s + warp * 16 * ROW, qt, lane);
     product_rows_rows<T, D, BR / 8>(dpt, v_s + warp * 16 * ROW, got, lane);
+    // This warp's 16 keys against the tile's queries: only a tile that meets the mask, the
+    // causal diagonal or the end of the keys looks at each (key, query) pair; the others fold
+    // the scale into the exponent's FFMA.
+    const int warp_key0 = key0 + warp * 16;
+    const bool edge = !a.fold_interior || a.mask != nullptr || warp_key0 + 16 > a.S || (a.causal && warp_key0 + 15 > i0);
 #pragma unroll
     for (int n = 0; n < BR / 8; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int key = e < 2 ? key_lo : key_hi, r = n * 8 + 2 * quad + (e & 1), i = i0 + r;
-        float x = st[n][e] * a.scale_log2;
-        if ((a.causal && key > i) || key >= a.S) {
-          x = -INFINITY;
-        } else if (a.mask != nullptr && i < a.L) {
-          x += mask_term(a.mask[b * a.ms0 + h * a.ms1 + i * a.ms2 + key * a.ms3]) * log2_e;
+        const int r = n * 8 + 2 * quad + (e & 1);
+        float p;
+        if (!edge) {
+          p = exp2_approx(fmaf(st[n][e], a.scale_log2, -lse_t[r]));
+        } else {
+          const int key = e < 2 ? key_lo : key_hi, i = i0 + r;
+          float x = st[n][e] * a.scale_log2;
+          if ((a.causal && key > i) || key >= a.S) {
+            x = -INFINITY;
+          } else if (a.mask != nullptr && i < a.L) {
+            x += mask_term(a.mask[b * a.ms0 + h * a.ms1 + i * a.ms2 + key * a.ms3]) * log2_e;
+          }
+          p = exp2_approx(x - lse_t[r]);
         }
-        const float p = exp2_approx(x - lse_t[r]);
         st[n][e] = p;
         dpt[n][e] = p * (dpt[n][e] - delta_t[r]);
       }
@@ -245,18 +257,26 @@ flash_backward_dq_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, c
     product_rows_rows<T, D, BC / 8>(s, q_s + warp * 16 * ROW, kt, lane);
     product_rows_rows<T, D, BC / 8>(dp, go_s + warp * 16 * ROW, vt, lane);
     const int key0 = t * BC;
+    // As in dK, dV: pair by pair only where the tile meets the mask, the diagonal or the end.
+    const bool edge = !a.fold_interior || a.mask != nullptr || key0 + BC > a.S || (a.causal && key0 + BC - 1 > q0 + warp * 16);
 #pragma unroll
     for (int n = 0; n < BC / 8; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int row = e < 2 ? row_lo : row_hi, key = key0 + n * 8 + 2 * quad + (e & 1);
-        float x = s[n][e] * a.scale_log2;
-        if (key >= a.S || (a.causal && key > row)) {
-          x = -INFINITY;
-        } else if (a.mask != nullptr && row < a.L) {
-          x += mask_term(a.mask[b * a.ms0 + h * a.ms1 + row * a.ms2 + key * a.ms3]) * log2_e;
+        const float row_lse = e < 2 ? lse_lo : lse_hi;
+        float p;
+        if (!edge) {
+          p = exp2_approx(fmaf(s[n][e], a.scale_log2, -row_lse));
+        } else {
+          const int row = e < 2 ? row_lo : row_hi, key = key0 + n * 8 + 2 * quad + (e & 1);
+          float x = s[n][e] * a.scale_log2;
+          if (key >= a.S || (a.causal && key > row)) {
+            x = -INFINITY;
+          } else if (a.mask != nullptr && row < a.L) {
+            x += mask_term(a.mask[b * a.ms0 + h * a.ms1 + row * a.ms2 + key * a.ms3]) * log2_e;
+          }
+          p = exp2_approx(x - row_lse);
         }
-        const float p = exp2_approx(x - (e < 2 ? lse_lo : lse_hi));
         s[n][e] = p * (dp[n][e] - (e < 2 ? delta_lo : delta_hi));  // dS
       }
     product_acc_rows<T, D, BC / 16>(dq_acc, s, kt, lane);

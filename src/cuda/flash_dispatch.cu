@@ -6,12 +6,13 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "cuda/cuda_problem.hpp"
 #include "cuda/flash_backward_mma.cuh"
 #include "cuda/flash_cuda_cores.cuh"
-#include "cuda/flash_forward_mma.cuh"
+#include "cuda/flash_forward_launch.cuh"
 #include "cuda/launch_check.cuh"
 #include "cuda/row_delta.cuh"
 
@@ -40,56 +41,14 @@ void check_grid(const attention_problem& p) {
   if (p.L > max_rows || p.S > max_rows) throw std::runtime_error("sequence lengths above 2^30 are not supported on CUDA");
 }
 
-// The tensor-core forward's block: 4 warps of MT 16-row tiles each. Measured on an H100
-// (docs/GPU.md): two tiles a warp pay at D >= 96 (each K and V fragment read from shared memory
-// serves 32 rows: 1,4096,16,128 at 283 TFLOP/s against 217), not at D = 64 (202 against 198,
-// 154 against 164 causal). Tried and dropped: 8 warps of one tile (no gain) and 128-key tiles
-// at D = 64 (slower: fewer blocks fit). ATTN_CUDA_FORWARD=4x1 or 4x2 forces one.
-int row_tiles_per_warp(int64_t D) {
-  static const int forced = [] {
-    const char* env = std::getenv("ATTN_CUDA_FORWARD");
-    const std::string v = env != nullptr ? env : "";
-    return v == "4x1" ? 1 : v == "4x2" ? 2 : 0;
+// ATTN_CUDA_BACKWARD_EVERY_PAIR=1: the tensor-core backward checks every (query, key) pair for
+// masks and edges on every tile, as its first version did (for timing against the default).
+bool backward_folds_interior() {
+  static const bool every_pair = [] {
+    const char* env = std::getenv("ATTN_CUDA_BACKWARD_EVERY_PAIR");
+    return env != nullptr && std::string(env) == "1";
   }();
-  if (forced != 0) return forced;
-  return D >= 96 ? 2 : 1;
-}
-
-template <typename K>
-void allow_shared(K kernel, int bytes, const char* what) {
-  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-template <typename T, int D, int WARPS, int MT>
-void launch_mma(const attention_problem& p, cudaStream_t stream) {
-  auto kernel = flash_forward_mma_kernel<T, D, WARPS, MT>;
-  constexpr int bytes = flash_forward_mma_shared_bytes<T, D, WARPS, MT>();
-  // Per call, not cached: the setting belongs to the current device, and costs next to nothing.
-  allow_shared(kernel, bytes, "cudaFuncSetAttribute (shared memory of the tensor-core forward)");
-  constexpr int rows = 16 * WARPS * MT;
-  const dim3 grid(static_cast<unsigned>((p.L + rows - 1) / rows), static_cast<unsigned>(p.B * p.H));
-  kernel<<<grid, WARPS * 32, bytes, stream>>>(
-      static_cast<const T*>(p.q), static_cast<const T*>(p.k), static_cast<const T*>(p.v), static_cast<T*>(p.o),
-      p.lse, p.mask, p.ms[0], p.ms[1], p.ms[2], p.ms[3], static_cast<int>(p.H), static_cast<int>(p.Hkv),
-      static_cast<int>(p.L), static_cast<int>(p.S), p.scale * log2_e, p.causal);
-  check_launch("the tensor-core forward");
-}
-
-template <typename T, int D>
-void launch_mma_warps(const attention_problem& p, cudaStream_t stream) {
-  if (row_tiles_per_warp(D) == 2) return launch_mma<T, D, 4, 2>(p, stream);
-  launch_mma<T, D, 4, 1>(p, stream);
-}
-
-template <typename T>
-void launch_mma_typed(const attention_problem& p, cudaStream_t stream) {
-  switch (p.D) {
-    case 32: return launch_mma_warps<T, 32>(p, stream);
-    case 64: return launch_mma_warps<T, 64>(p, stream);
-    case 96: return launch_mma_warps<T, 96>(p, stream);
-    default: return launch_mma_warps<T, 128>(p, stream);
-  }
+  return !every_pair;
 }
 
 cores_args make_cores_args(const attention_problem& p) {
@@ -144,7 +103,8 @@ template <typename T, int D>
 void launch_mma_backward(const attention_problem& p, const attention_gradients& g, const float* delta,
                          cudaStream_t stream) {
   const mma_backward_args a{static_cast<int>(p.H), static_cast<int>(p.Hkv), static_cast<int>(p.L), static_cast<int>(p.S),
-                            p.mask, p.ms[0], p.ms[1], p.ms[2], p.ms[3], p.scale, p.scale * log2_e, p.causal};
+                            p.mask, p.ms[0], p.ms[1], p.ms[2], p.ms[3], p.scale, p.scale * log2_e, p.causal,
+                            backward_folds_interior()};
   constexpr int dkdv_bytes = dkdv_mma_shared_bytes<T, D>(), dq_bytes = dq_mma_shared_bytes<T, D>();
   allow_shared(flash_backward_dkdv_mma_kernel<T, D>, dkdv_bytes, "cudaFuncSetAttribute (dK, dV)");
   allow_shared(flash_backward_dq_mma_kernel<T, D>, dq_bytes, "cudaFuncSetAttribute (dQ)");
@@ -201,8 +161,7 @@ void flash_forward(const attention_problem& p, void* stream_ptr) {
   if (p.D > 256 || p.Dv > 256) throw std::runtime_error("head dimensions above 256 are not supported on CUDA");
   check_grid(p);
   if (tensor_core_ready(p)) {
-    if (p.type == element::bf16) return launch_mma_typed<__nv_bfloat16>(p, stream);
-    return launch_mma_typed<__half>(p, stream);
+    return launch_forward_tensor_cores(p, stream);
   }
   switch (p.type) {
     case element::float32: return by_width<forward_launch, float>(p, stream);

@@ -18,7 +18,26 @@ template <int D> struct mma_tile {
                                        // ldmatrix's eight rows in eight different bank groups
 };
 
-template <typename T, int D, int WARPS, int MT>
+// What the forward does beyond its first version (measured on an H100, docs/GPU.md), each a bit
+// so that one build can time them against each other on the device:
+//   fold_scale   the softmax's scale enters the exponent's FFMA (2^(s·c − m)) instead of a pass
+//                of its own, on tiles with no mask or edge (c > 0 keeps max(s)·c = max(s·c));
+//   split_waits  K and V tiles are separate copy groups: S = Q·Kᵀ starts when K has landed while
+//                V is still on its way, and the next K loads while P·V runs;
+//   q_registers  a warp of one row tile keeps its Q fragments in registers across the key tiles
+//                instead of reading them from shared memory again for every tile;
+//   lazy_rescale the running max moves (and O and the sums are rescaled) only when some row of
+//                the warp's max has grown by more than 8 (log2 units): P = 2^(s·c − m) with m
+//                up to 8 behind stays ≤ 256, exact in the end since O and the sum share one m.
+//                Saves D/8·4 multiplies a row tile per key tile on most tiles.
+// Which of them pay depends on the block shape and the head size: flash_forward_launch.cu
+// chooses by measurement.
+enum forward_variant : int { fold_scale = 1, split_waits = 2, q_registers = 4, lazy_rescale = 8 };
+constexpr int forward_tuned = fold_scale | split_waits | q_registers | lazy_rescale;
+constexpr int forward_lean = fold_scale | lazy_rescale;  // without the copy groups' split or Q in registers
+constexpr float lazy_rescale_margin = 8.f;  // log2 units: P grows to at most 2^8 before a rescale
+
+template <typename T, int D, int WARPS, int MT, int VARIANT = forward_tuned>
 __global__ void __launch_bounds__(WARPS * 32)
 flash_forward_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                          T* __restrict__ o, float* __restrict__ lse, const float* __restrict__ mask,
@@ -53,11 +72,17 @@ flash_forward_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const
   const int visible = causal ? min(S, q0 + BR) : S;
   const int tiles = (visible + BC - 1) / BC;
 
+  constexpr bool FOLD = (VARIANT & fold_scale) != 0, SPLIT = (VARIANT & split_waits) != 0;
+  constexpr bool QREG = (VARIANT & q_registers) != 0 && MT == 1;
+  constexpr bool LAZY = (VARIANT & lazy_rescale) != 0;
+  auto k_buf = [&](int i) { return k_s + i * BC * ROW; };  // the two buffers of each
+  auto v_buf = [&](int i) { return v_s + i * BC * ROW; };
+
+  // Copy groups: [Q, K0] [V0] with split waits, [Q, K0, V0] without.
   load_rows(q_s, q_head, q0, BR, L);
-  if (tiles > 0) {
-    load_rows(k_s, k_head, 0, BC, S);
-    load_rows(v_s, v_head, 0, BC, S);
-  }
+  if (tiles > 0) load_rows(k_buf(0), k_head, 0, BC, S);
+  if (SPLIT) copy_async_commit();
+  if (tiles > 0) load_rows(v_buf(0), v_head, 0, BC, S);
   copy_async_commit();
 
   float o_acc[MT][D / 8][4];
@@ -71,18 +96,34 @@ flash_forward_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const
   }
   const int warp_row0 = q0 + warp * WR;  // the warp's first query row
   const T* q_warp = q_s + warp * WR * ROW;
+  auto load_q = [&](uint32_t f[4], int mt, int kc) {
+    ldmatrix_x4(f, q_warp + (mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * ROW + kc * 16 + (lane >> 4) * 8);
+  };
+  uint32_t q_regs[QREG ? D / 16 : 1][4];
+  if constexpr (QREG) {
+    copy_async_wait<SPLIT ? 1 : 0>();
+    __syncthreads();
+#pragma unroll
+    for (int kc = 0; kc < D / 16; ++kc) load_q(q_regs[kc], 0, kc);
+  }
+  // The scale folds into the exponent only for c > 0 (max(s)·c = max(s·c)).
+  const bool can_fold = FOLD && scale_log2 > 0.f;
 
   for (int t = 0; t < tiles; ++t) {
     const int buf = t & 1;
-    if (t + 1 < tiles) {  // the next tile into the other buffer while this one is used
-      load_rows(k_s + (buf ^ 1) * BC * ROW, k_head, (t + 1) * BC, BC, S);
-      load_rows(v_s + (buf ^ 1) * BC * ROW, v_head, (t + 1) * BC, BC, S);
+    if constexpr (SPLIT) {
+      copy_async_wait<1>();  // K(t) has landed; V(t) may still be on its way
+    } else {
+      if (t + 1 < tiles) {  // the next tile into the other buffer while this one is used
+        load_rows(k_buf(buf ^ 1), k_head, (t + 1) * BC, BC, S);
+        load_rows(v_buf(buf ^ 1), v_head, (t + 1) * BC, BC, S);
+      }
+      copy_async_commit();
+      copy_async_wait<1>();
     }
-    copy_async_commit();
-    copy_async_wait<1>();
     __syncthreads();
-    const T* kt = k_s + buf * BC * ROW;
-    const T* vt = v_s + buf * BC * ROW;
+    const T* kt = k_buf(buf);
+    const T* vt = v_buf(buf);
 
     // S = Q·Kᵀ for this warp's rows and the tile's BC keys.
     float s[MT][BC / 8][4];
@@ -92,43 +133,59 @@ flash_forward_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const
       for (int n = 0; n < BC / 8; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
 #pragma unroll
     for (int kc = 0; kc < D / 16; ++kc) {
-      uint32_t qf[MT][4];
+      uint32_t qf[QREG ? 1 : MT][4];
+      if constexpr (!QREG) {
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-        ldmatrix_x4(qf[mt], q_warp + (mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * ROW + kc * 16 + (lane >> 4) * 8);
+        for (int mt = 0; mt < MT; ++mt) load_q(qf[mt], mt, kc);
+      }
 #pragma unroll
       for (int np = 0; np < BC / 16; ++np) {
         uint32_t kf[4];
         ldmatrix_x4(kf, kt + (np * 16 + (lane & 7) + (lane >> 4) * 8) * ROW + kc * 16 + ((lane >> 3) & 1) * 8);
+        if constexpr (QREG) {
+          mma_16x8x16<T>(s[0][2 * np], q_regs[kc], kf[0], kf[1]);
+          mma_16x8x16<T>(s[0][2 * np + 1], q_regs[kc], kf[2], kf[3]);
+        } else {
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          mma_16x8x16<T>(s[mt][2 * np], qf[mt], kf[0], kf[1]);
-          mma_16x8x16<T>(s[mt][2 * np + 1], qf[mt], kf[2], kf[3]);
+          for (int mt = 0; mt < MT; ++mt) {
+            mma_16x8x16<T>(s[mt][2 * np], qf[mt], kf[0], kf[1]);
+            mma_16x8x16<T>(s[mt][2 * np + 1], qf[mt], kf[2], kf[3]);
+          }
         }
       }
     }
-    // Scale into base 2; the mask, the causal rule and the keys past S.
+    if constexpr (SPLIT) {  // every warp is past S(t - 1): the other K buffer is free
+      if (t + 1 < tiles) load_rows(k_buf(buf ^ 1), k_head, (t + 1) * BC, BC, S);
+      copy_async_commit();
+    }
+    // The mask, the causal rule and the keys past S, on the tiles that meet them.
     const int key0 = t * BC;
     const bool edge = key0 + BC > S || (causal && key0 + BC - 1 > warp_row0) || mask != nullptr;
+    // Scores enter the exponent as s·c − m: c = scale·log2(e) on a tile that needs nothing added
+    // (folded), else 1 after a pass that scales them and adds the mask.
+    const bool folded = can_fold && !edge;
+    const float c = folded ? scale_log2 : 1.f;
     uint32_t p_frag[MT][BC / 16][4];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
       const int row_lo = warp_row0 + mt * 16 + group, row_hi = row_lo + 8;
+      if (!folded) {
 #pragma unroll
-      for (int n = 0; n < BC / 8; ++n)
+        for (int n = 0; n < BC / 8; ++n)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float x = s[mt][n][e] * scale_log2;
-          if (edge) {
-            const int row = e < 2 ? row_lo : row_hi, key = key0 + n * 8 + 2 * quad + (e & 1);
-            if (key >= S || (causal && key > row)) {
-              x = -INFINITY;
-            } else if (mask != nullptr && row < L) {
-              x += mask_term(mask[b * ms0 + h * ms1 + row * ms2 + key * ms3]) * log2_e;
+          for (int e = 0; e < 4; ++e) {
+            float x = s[mt][n][e] * scale_log2;
+            if (edge) {
+              const int row = e < 2 ? row_lo : row_hi, key = key0 + n * 8 + 2 * quad + (e & 1);
+              if (key >= S || (causal && key > row)) {
+                x = -INFINITY;
+              } else if (mask != nullptr && row < L) {
+                x += mask_term(mask[b * ms0 + h * ms1 + row * ms2 + key * ms3]) * log2_e;
+              }
             }
+            s[mt][n][e] = x;
           }
-          s[mt][n][e] = x;
-        }
+      }
       // Online softmax: each row's running max and sum; the four lanes of a quad share a row.
       float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
@@ -136,34 +193,47 @@ flash_forward_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const
         mx[0] = fmaxf(mx[0], fmaxf(s[mt][n][0], s[mt][n][1]));
         mx[1] = fmaxf(mx[1], fmaxf(s[mt][n][2], s[mt][n][3]));
       }
-      float alpha[2], base[2];
+      float alpha[2], base[2], m_new[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
         mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        const float m_new = fmaxf(m_run[mt][r], mx[r]);
+        m_new[r] = fmaxf(m_run[mt][r], mx[r] * c);
+      }
+      // Lazy: the whole warp keeps its maxes (and skips the rescale below) unless a row's has
+      // grown past the margin; the first visible tile always moves them (from -inf).
+      const bool move = !LAZY || __any_sync(0xffffffffu, m_new[0] > m_run[mt][0] + lazy_rescale_margin ||
+                                                             m_new[1] > m_run[mt][1] + lazy_rescale_margin);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const float m = move ? m_new[r] : m_run[mt][r];
         // A row with no visible key yet keeps max -inf; subtracting 0 then gives exp2(-inf) = 0.
-        base[r] = m_new == -INFINITY ? 0.f : m_new;
+        base[r] = m == -INFINITY ? 0.f : m;
         alpha[r] = exp2_approx(m_run[mt][r] - base[r]);
-        m_run[mt][r] = m_new;
+        m_run[mt][r] = m;
       }
       float sum[2] = {0.f, 0.f};
 #pragma unroll
       for (int n = 0; n < BC / 8; ++n) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[mt][n][e] = exp2_approx(s[mt][n][e] - base[e >> 1]);
+        for (int e = 0; e < 4; ++e) s[mt][n][e] = exp2_approx(fmaf(s[mt][n][e], c, -base[e >> 1]));
         sum[0] += s[mt][n][0] + s[mt][n][1];
         sum[1] += s[mt][n][2] + s[mt][n][3];
       }
       // this lane's share of the row sums; the quad adds up at the end
-      l_run[mt][0] = l_run[mt][0] * alpha[0] + sum[0];
-      l_run[mt][1] = l_run[mt][1] * alpha[1] + sum[1];
+      if (move) {
+        l_run[mt][0] = l_run[mt][0] * alpha[0] + sum[0];
+        l_run[mt][1] = l_run[mt][1] * alpha[1] + sum[1];
 #pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        o_acc[mt][n][0] *= alpha[0];
-        o_acc[mt][n][1] *= alpha[0];
-        o_acc[mt][n][2] *= alpha[1];
-        o_acc[mt][n][3] *= alpha[1];
+        for (int n = 0; n < D / 8; ++n) {
+          o_acc[mt][n][0] *= alpha[0];
+          o_acc[mt][n][1] *= alpha[0];
+          o_acc[mt][n][2] *= alpha[1];
+          o_acc[mt][n][3] *= alpha[1];
+        }
+      } else {
+        l_run[mt][0] += sum[0];
+        l_run[mt][1] += sum[1];
       }
       // S's accumulator layout is P's A fragment, two key groups of 8 per 16.
 #pragma unroll
@@ -173,6 +243,10 @@ flash_forward_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const
         p_frag[mt][kc][2] = pack_pair<T>(s[mt][2 * kc + 1][0], s[mt][2 * kc + 1][1]);
         p_frag[mt][kc][3] = pack_pair<T>(s[mt][2 * kc + 1][2], s[mt][2 * kc + 1][3]);
       }
+    }
+    if constexpr (SPLIT) {
+      copy_async_wait<1>();  // V(t) has landed; K(t + 1) may still be on its way
+      __syncthreads();
     }
     // O += P·V
 #pragma unroll
@@ -188,7 +262,12 @@ flash_forward_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const
         }
       }
     }
-    __syncthreads();  // every warp is done with this buffer before the next tile's loads refill it
+    if constexpr (SPLIT) {  // every warp is past P·V(t - 1): the other V buffer is free
+      if (t + 1 < tiles) load_rows(v_buf(buf ^ 1), v_head, (t + 1) * BC, BC, S);
+      copy_async_commit();
+    } else {
+      __syncthreads();  // every warp is done with this buffer before the next tile's loads refill it
+    }
   }
   copy_async_wait<0>();
 

@@ -4,6 +4,7 @@ the same rounded inputs is within 2x the error of PyTorch's own computation in t
 precision (its scaled_dot_product_attention), or within a few units of rounding where PyTorch's
 happens to be smaller than that. Outputs are poisoned before each call, and guard regions around
 them must come back untouched."""
+import contextlib
 import os
 import subprocess
 import sys
@@ -172,6 +173,48 @@ def test_masks_broadcast_and_fully_masked_rows(dtype, D):
     assert (dq[0, :, 5] == 0).all()
     for ours, r in zip((dq, dk, dv), ref[1:]):
         assert rel_err(ours, r) <= 64 * UNIT[dtype]
+
+
+@pytest.mark.parametrize("scale", [None, 0.3, -0.125], ids=["default", "0.3", "negative"])
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_forward_when_later_keys_dominate_and_other_scales(scale, D, causal):
+    """Keys whose scores jump by far more than the lazy rescale's margin in later tiles (the
+    running max must move, and O with it), at the default scale, another, and a negative one
+    (which the exponent cannot fold): within the rule against float64 in both directions."""
+    B, H, L, S = 1, 2, 300, 300
+    q, k, v, go = inputs(B, H, H, L, S, D, D, torch.bfloat16, seed=11)
+    k[:, :, 130:140] *= 6.0  # tile 3 and on: scores several times those of the first tiles
+    k[:, :, 250:] *= 12.0
+    c = D ** -0.5 if scale is None else scale
+    o, lse = attn_cuda.sdpa_forward(q, k, v, causal=causal, scale=scale)
+    s = (q.double() @ k.double().transpose(-1, -2)) * c
+    if causal:
+        s = s.masked_fill(torch.ones(L, S, dtype=torch.bool, device=DEV).triu(1), float("-inf"))
+    ref = torch.softmax(s, -1) @ v.double()
+    # PyTorch's fused kernels return NaN for a negative scale (seen on an H200, torch 2.11): its
+    # math backend is the same-precision computation there.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    backend = sdpa_kernel(SDPBackend.MATH) if c < 0 else contextlib.nullcontext()
+    with backend:
+        theirs = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=c)
+    e_ours, e_torch = rel_err(o, ref), rel_err(theirs, ref)
+    REPORT.append((f"fwd dominant keys D={D} scale={c:.3f} causal={causal}", e_ours, e_torch))
+    assert within_rule(e_ours, e_torch, torch.bfloat16), (e_ours, e_torch)
+    assert torch.allclose(lse.double(), torch.logsumexp(s, -1), atol=1e-3, rtol=1e-4)
+    dq, dk, dv = attn_cuda.sdpa_backward(q, k, v, o, lse, go, causal=causal, scale=scale)
+    qq, kk, vv = (t.double().requires_grad_(True) for t in (q, k, v))
+    s64 = (qq @ kk.transpose(-1, -2)) * c
+    if causal:
+        s64 = s64.masked_fill(torch.ones(L, S, dtype=torch.bool, device=DEV).triu(1), float("-inf"))
+    (torch.softmax(s64, -1) @ vv).backward(go.double())
+    tq, tk, tv = (t.detach().requires_grad_(True) for t in (q, k, v))
+    with sdpa_kernel(SDPBackend.MATH) if c < 0 else contextlib.nullcontext():
+        F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, scale=c).backward(go)
+    for name, ours, r, t in (("dq", dq, qq.grad, tq.grad), ("dk", dk, kk.grad, tk.grad), ("dv", dv, vv.grad, tv.grad)):
+        e_ours, e_torch = rel_err(ours, r, scale=go), rel_err(t, r, scale=go)
+        REPORT.append((f"{name} dominant keys D={D} scale={c:.3f} causal={causal}", e_ours, e_torch))
+        assert within_rule(e_ours, e_torch, torch.bfloat16), (name, e_ours, e_torch)
 
 
 def test_backward_is_deterministic():

@@ -1,0 +1,14 @@
+// The tensor-core forward's launch (flash_forward_launch.cu): which block shape and which of the
+// kernel's refinements run a problem, chosen from measurements on the device (docs/GPU.md).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "cuda/cuda_problem.hpp"
+
+namespace attn::cuda_kernels {
+
+// bf16 or float16, D = Dv in {32, 64, 96, 128}, 16-byte aligned tensors (the caller checks).
+void launch_forward_tensor_cores(const attention_problem& p, cudaStream_t stream);
+
+}  // namespace attn::cuda_kernels
