@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 
+#include "attn/cuda.hpp"
 #include "attn/error.hpp"
 #include "attn/multihead_attention.hpp"
 #include "attn/safetensors.hpp"
@@ -16,7 +17,7 @@ namespace {
 
 struct mha_args {
   std::string weights, query, key, value, key_padding_mask, attn_mask, output, weights_output;
-  std::string dtype = "float32";
+  std::string dtype = "float32", device = "cpu";
   int64_t heads = 0;
   bool causal = false;
 };
@@ -41,6 +42,13 @@ tensor batched(const tensor& t, bool unbatched) {
 void run(const mha_args& args) {
   if (args.key.empty() != args.value.empty())
     throw_usage("--key and --value go together (give both, or neither for self-attention)");
+  if (args.device != "cpu" && args.device != "cuda")
+    throw_usage(fmt::format("--device '{}': expected cpu or cuda", args.device));
+  const bool on_gpu = args.device == "cuda";
+  if (on_gpu && !args.weights_output.empty())
+    throw_usage("--device cuda does not form the weights (--attn-weights-out): run it on the cpu");
+  std::optional<cuda::precision> gpu_precision;
+  if (on_gpu) gpu_precision = cuda::parse_precision(args.dtype);
 
   safetensors_file file = read_safetensors(args.weights);
   auto layer = multihead_attention::from_state_dict(file.tensors, args.heads, args.weights);
@@ -72,7 +80,7 @@ void run(const mha_args& args) {
 
   mha_options options;
   options.causal = args.causal;
-  options.dtype = parse_sdpa_dtype(args.dtype);
+  if (!on_gpu) options.dtype = parse_sdpa_dtype(args.dtype);
   std::optional<tensor> padding, mask;
   if (!args.key_padding_mask.empty()) {
     // PyTorch's convention for both MHA masks: bool True = ignore this key.
@@ -99,8 +107,8 @@ void run(const mha_args& args) {
   }
 
   tensor weights;
-  tensor out = layer.forward(query, key, value, options,
-                             args.weights_output.empty() ? nullptr : &weights);
+  tensor out = on_gpu ? cuda::mha(layer, query, key, value, options, *gpu_precision)
+                      : layer.forward(query, key, value, options, args.weights_output.empty() ? nullptr : &weights);
   if (unbatched) out = out.reshape({length, layer.embed_dim()});
   std::vector<std::pair<std::string, std::string>> outputs{{args.output, encode_npy(out)}};
   if (!args.weights_output.empty()) {
@@ -134,6 +142,10 @@ void add_mha_command(CLI::App& app) {
   sub->add_option("--dtype", args->dtype,
                   "float32 (default) or bf16: the attention's products on bf16 operands, float32 "
                   "accumulation (the projections stay float32)");
+  sub->add_option("--device", args->device,
+                  "cpu (default) or cuda: the layer on the GPU (a build with -DATTN_CUDA=ON); there --dtype is "
+                  "float32, bf16 or float16, the precision of the attention's inputs and products (the "
+                  "projections and the output float32)");
   writes(sub->add_option("-o,--output", args->output, "Output .npy [B, L, E]"))->required();
   add_threads_option(sub);
   writes(sub->add_option("--attn-weights-out", args->weights_output,

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "arrays.hpp"
+#include "attn/cuda.hpp"
 #include "attn/error.hpp"
 #include "attn/multihead_attention.hpp"
 #include "bindings.hpp"
@@ -29,7 +30,7 @@ a PyTorch module's state_dict() as safetensors) or MultiheadAttention.from_state
 num_heads), then call it like the PyTorch module.)doc";
 
 constexpr const char* call_doc =
-    R"doc(__call__(query, key=None, value=None, *, causal=False, key_padding_mask=None, attn_mask=None, need_weights=False, average_attn_weights=True)
+    R"doc(__call__(query, key=None, value=None, *, causal=False, key_padding_mask=None, attn_mask=None, need_weights=False, average_attn_weights=True, dtype="float32", device="cpu")
 
 query: float32 [B, L, E], or [L, E] unbatched. key: [B, S, kdim] (default: query, i.e.
 self-attention); value: [B, S, vdim] (default: key). Unbatched inputs give unbatched outputs.
@@ -39,6 +40,10 @@ key_padding_mask: [B, S] ([S] unbatched); bool True = ignore that key, float = a
 attn_mask: [L, S] or [B*num_heads, L, S]; bool True = not allowed, float = added.
 need_weights: also return the attention weights, averaged over heads [B, L, S] or, with
     average_attn_weights=False, per head [B, num_heads, L, S].
+dtype: "float32", or "bf16": the attention's products on bf16 operands with float32
+    accumulation (the projections stay float32). On device="cuda" also "float16".
+device: "cpu", or "cuda": the layer on attn's CUDA kernels (a build with -DATTN_CUDA=ON and a
+    GPU; see docs/GPU.md), the projections float32 there too; no need_weights there.
 
 Returns the output float32 [B, L, E]; with need_weights, the tuple (output, weights), the
 pair PyTorch returns. Unlike PyTorch, need_weights is False by default, so a plain call returns
@@ -76,7 +81,13 @@ using optional_array = std::optional<py::array>;
 
 py::object call(const multihead_attention& layer, const py::array& query, const optional_array& key,
                 const optional_array& value, bool causal, const optional_array& key_padding_mask,
-                const optional_array& attn_mask, bool need_weights, bool average_attn_weights) {
+                const optional_array& attn_mask, bool need_weights, bool average_attn_weights,
+                const std::string& dtype, const std::string& device) {
+  if (device != "cpu" && device != "cuda") throw_usage("device '" + device + "': expected cpu or cuda");
+  const bool on_gpu = device == "cuda";
+  if (on_gpu && need_weights) throw_usage("device='cuda' does not form the weights (need_weights): use the cpu");
+  std::optional<cuda::precision> precision;
+  if (on_gpu) precision = cuda::parse_precision(dtype);
   const array_view q = float32_input(query, "query");
   const array_view k = key ? float32_input(*key, "key") : q;
   const array_view v = value ? float32_input(*value, "value") : k;
@@ -92,6 +103,7 @@ py::object call(const multihead_attention& layer, const py::array& query, const 
 
   mha_options options;
   options.causal = causal;
+  if (!on_gpu) options.dtype = parse_sdpa_dtype(dtype);
   tensor padding, mask;
   if (key_padding_mask) {
     // PyTorch's convention for both MHA masks: bool True = ignore.
@@ -107,8 +119,12 @@ py::object call(const multihead_attention& layer, const py::array& query, const 
   tensor out, weights;
   {
     py::gil_scoped_release release;
-    out = layer.forward(batched(q.values, unbatched), batched(k.values, unbatched),
-                        batched(v.values, unbatched), options, need_weights ? &weights : nullptr);
+    if (on_gpu)
+      out = cuda::mha(layer, batched(q.values, unbatched), batched(k.values, unbatched), batched(v.values, unbatched),
+                      options, *precision);
+    else
+      out = layer.forward(batched(q.values, unbatched), batched(k.values, unbatched),
+                          batched(v.values, unbatched), options, need_weights ? &weights : nullptr);
     if (need_weights && average_attn_weights) weights = average_heads(weights);
   }
   if (unbatched) out = drop_batch(out);
@@ -153,7 +169,8 @@ void bind_multihead_attention(py::module_& m) {
                   "module.state_dict().items()}.")
       .def("__call__", &call, call_doc, "query"_a, "key"_a = py::none(), "value"_a = py::none(),
            py::kw_only(), "causal"_a = false, "key_padding_mask"_a = py::none(),
-           "attn_mask"_a = py::none(), "need_weights"_a = false, "average_attn_weights"_a = true)
+           "attn_mask"_a = py::none(), "need_weights"_a = false, "average_attn_weights"_a = true,
+           "dtype"_a = "float32", "device"_a = "cpu")
       .def_property_readonly("embed_dim", &multihead_attention::embed_dim)
       .def_property_readonly("num_heads", &multihead_attention::num_heads)
       .def_property_readonly("head_dim", &multihead_attention::head_dim)

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "attn/multihead_attention.hpp"
 #include "attn/sdpa.hpp"
 #include "attn/sdpa_backward.hpp"
 #include "attn/tensor.hpp"
@@ -51,6 +52,13 @@ tensor sdpa(const tensor& q, const tensor& k, const tensor& v, const sdpa_option
 sdpa_gradients sdpa_backward(const tensor& q, const tensor& k, const tensor& v, const tensor& o,
                              const tensor& lse, const tensor& grad_o, const sdpa_options& options,
                              precision p);
+
+// layer.forward on the GPU: the same checks and masks, the four projections in float32 (a tiled
+// float32 product of attn's own), the heads rounded to the precision for the fused attention
+// above, the output float32. The weights (weights_out of forward) are not formed there; with
+// float16, projected values past ±65504 would become inf (bf16 or float32 take them).
+tensor mha(const multihead_attention& layer, const tensor& query, const tensor& key, const tensor& value,
+           const mha_options& options, precision p);
 
 // Times the kernels on device-resident random inputs q, k, v [B, H, L, D] (and grad_o for the
 // backward): the median of `repeats` runs each, by CUDA events, after warm-up runs.

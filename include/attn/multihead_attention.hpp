@@ -49,6 +49,23 @@ class multihead_attention {
   tensor forward(const tensor& query, const tensor& key, const tensor& value,
                  const mha_options& options = {}, tensor* weights_out = nullptr) const;
 
+  // What forward checks of its inputs (usage errors naming the tensor), and the one additive
+  // mask it gives the attention: empty for none, the key padding mask as [B, 1, 1, S], attn_mask
+  // as given ([L, S]) or per head [B, H, L, S], or their sum [B, H, L, S]. attn::cuda::mha
+  // runs the same.
+  tensor checked_mask(const tensor& query, const tensor& key, const tensor& value,
+                      const mha_options& options = {}) const;
+  // The projections as loaded: weights [E, in] (in = E, kdim, vdim, E) and biases [E], empty
+  // without bias.
+  const tensor& q_weight() const { return q_weight_; }
+  const tensor& k_weight() const { return k_weight_; }
+  const tensor& v_weight() const { return v_weight_; }
+  const tensor& out_weight() const { return out_weight_; }
+  const tensor& q_bias() const { return q_bias_; }
+  const tensor& k_bias() const { return k_bias_; }
+  const tensor& v_bias() const { return v_bias_; }
+  const tensor& out_bias() const { return out_bias_; }
+
  private:
   int64_t embed_dim_ = 0, kdim_ = 0, vdim_ = 0, num_heads_ = 0;
   tensor q_weight_, k_weight_, v_weight_, out_weight_;

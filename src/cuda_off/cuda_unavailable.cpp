@@ -23,6 +23,9 @@ sdpa_gradients sdpa_backward(const tensor&, const tensor&, const tensor&, const 
                              const tensor&, const sdpa_options&, precision) {
   not_built();
 }
+tensor mha(const multihead_attention&, const tensor&, const tensor&, const tensor&, const mha_options&, precision) {
+  not_built();
+}
 timing time_sdpa(int64_t, int64_t, int64_t, int64_t, bool, precision, int, bool) { not_built(); }
 
 }  // namespace attn::cuda

@@ -179,13 +179,13 @@ multihead_attention multihead_attention::from_state_dict(const std::map<std::str
 }
 
 // query [B,L,E], key [B,S,kdim], value [B,S,vdim] → [B,L,E]; weights [B,H,L,S]
-tensor multihead_attention::forward(const tensor& query, const tensor& key, const tensor& value,
-                                    const mha_options& options, tensor* weights_out) const {
+tensor multihead_attention::checked_mask(const tensor& query, const tensor& key, const tensor& value,
+                                        const mha_options& options) const {
   const auto fail = [](const tensor& t, const char* name, const std::string& problem) {
     throw_usage(fmt::format("{}: {}", t.describe(name), problem));
   };
   if (packed_ == nullptr) throw_usage("multihead_attention: build it with from_state_dict or load");
-  const int64_t E = embed_dim_, H = num_heads_, hd = head_dim();
+  const int64_t E = embed_dim_, H = num_heads_;
   if (query.rank() != 3 || query.dim(2) != E)
     fail(query, "query", fmt::format("expected [B, L, {}] (embed_dim {})", E, E));
   const int64_t B = query.dim(0), L = query.dim(1);
@@ -206,6 +206,37 @@ tensor multihead_attention::forward(const tensor& query, const tensor& key, cons
     fail(*am, "attn_mask",
          fmt::format("expected [L, S] = {} or [B·H, L, S] = {}", shape_to_string({L, S}),
                      shape_to_string({B * H, L, S})));
+
+  // Both masks are additive. Alone, each goes to the attention as a broadcast view (a key
+  // padding mask as [B, 1, 1, S], which the fused kernel applies per key); together, one
+  // [B, H, L, S] sum carries them. The causal part is left to the attention, which skips those keys outright.
+  tensor mask;
+  if (kpm != nullptr && am == nullptr) {
+    mask = kpm->contiguous().reshape({B, 1, 1, S});
+  } else if (am != nullptr && kpm == nullptr) {
+    mask = per_head ? am->contiguous().reshape({B, H, L, S}) : *am;
+  } else if (kpm != nullptr && am != nullptr) {
+    mask = tensor({B, H, L, S});
+    const tensor kp = kpm->contiguous();
+    const tensor at = am->contiguous();
+    float* md = mask.data();
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < L; ++i)
+          for (int64_t j = 0; j < S; ++j) {
+            // PyTorch lays a 3-d attn_mask out as [B·H, L, S] with index b·H + h.
+            md[((b * H + h) * L + i) * S + j] =
+                kp.data()[b * S + j] + at.data()[((per_head ? b * H + h : 0) * L + i) * S + j];
+          }
+  }
+  return mask;
+}
+
+tensor multihead_attention::forward(const tensor& query, const tensor& key, const tensor& value,
+                                    const mha_options& options, tensor* weights_out) const {
+  const tensor mask = checked_mask(query, key, value, options);
+  const int64_t E = embed_dim_, H = num_heads_, hd = head_dim();
+  const int64_t B = query.dim(0), L = query.dim(1), S = key.dim(1);
 
   const packed_projections& p = *packed_;
   // [B, n, E] → [B, H, n, hd]: a strided view, which sdpa reads as it is.
@@ -247,31 +278,9 @@ tensor multihead_attention::forward(const tensor& query, const tensor& key, cons
     v = heads(project(value, S, 2), S);
   }
 
-  // Both masks are additive. Alone, each goes to sdpa as a broadcast view (a key padding mask
-  // as [B, 1, 1, S], which the fused kernel applies per key); together, one [B, H, L, S] sum
-  // carries them. The causal part is left to sdpa, which skips those keys outright.
   sdpa_options so;
   so.causal = options.causal;
   so.dtype = options.dtype;
-  tensor mask;
-  if (kpm != nullptr && am == nullptr) {
-    mask = kpm->contiguous().reshape({B, 1, 1, S});
-  } else if (am != nullptr && kpm == nullptr) {
-    mask = per_head ? am->contiguous().reshape({B, H, L, S}) : *am;
-  } else if (kpm != nullptr && am != nullptr) {
-    mask = tensor({B, H, L, S});
-    const tensor kp = kpm->contiguous();
-    const tensor at = am->contiguous();
-    float* md = mask.data();
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t i = 0; i < L; ++i)
-          for (int64_t j = 0; j < S; ++j) {
-            // PyTorch lays a 3-d attn_mask out as [B·H, L, S] with index b·H + h.
-            md[((b * H + h) * L + i) * S + j] =
-                kp.data()[b * S + j] + at.data()[((per_head ? b * H + h : 0) * L + i) * S + j];
-          }
-  }
   if (!mask.empty()) so.attn_mask = &mask;
 
   const tensor o = sdpa(q, k, v, so, weights_out);  // [B, H, L, hd]

@@ -1,11 +1,11 @@
-"""--device on sdpa and bench: cpu is the default and the same computation; cuda needs a build
+"""--device on sdpa, mha and bench: cpu is the default and the same computation; cuda needs a build
 with -DATTN_CUDA=ON and a GPU (docs/GPU.md). Where either is missing (as on CI) it is one clear
 usage error and nothing is written. The GPU results themselves are tested on a GPU machine
 (tests/cuda/, scripts/gpu_check.sh)."""
 import numpy as np
 import pytest
 
-from conftest import one_error_line
+from conftest import one_error_line, write_safetensors
 
 
 @pytest.fixture
@@ -64,3 +64,47 @@ def test_bench_device_usage_errors(attn):
     assert r.code == 1 and "--device 'gpu'" in one_error_line(r)
     r = attn("bench", "--device", "cuda", "--mha", "1,8,1,8")
     assert r.code == 1 and "fused sdpa only" in one_error_line(r)
+
+
+@pytest.fixture
+def mha_files(tmp_path):
+    e = 8
+    rng = np.random.default_rng(2)
+    w = tmp_path / "w.safetensors"
+    write_safetensors(w, {"in_proj_weight": rng.standard_normal((3 * e, e)), "in_proj_bias": rng.standard_normal(3 * e),
+                          "out_proj.weight": rng.standard_normal((e, e)), "out_proj.bias": rng.standard_normal(e)})
+    x = tmp_path / "x.npy"
+    np.save(x, rng.standard_normal((2, 5, e)).astype(np.float32))
+    return w, x
+
+
+def test_mha_device_cpu_is_the_default_and_cuda_needs_a_gpu_build(attn, mha_files, tmp_path):
+    w, x = mha_files
+    a, b, c = tmp_path / "a.npy", tmp_path / "b.npy", tmp_path / "c.npy"
+    base = ["mha", "--weights", w, "--heads", "2", "--query", x]
+    assert attn(*base, "-o", a).code == 0
+    r = attn(*base, "--device", "cpu", "-o", b)
+    assert r.code == 0, r.err
+    assert np.array_equal(np.load(a), np.load(b))
+    r = attn(*base, "--device", "cuda", "--dtype", "bf16", "-o", c)
+    if r.code == 0:  # a CUDA build on a GPU: the layer there, against the cpu's
+        np.testing.assert_allclose(np.load(c), np.load(a), rtol=0, atol=3e-2 * np.abs(np.load(a)).max())
+        return
+    assert r.code == 1
+    line = one_error_line(r)
+    assert "-DATTN_CUDA=ON" in line or "no CUDA device" in line, line
+    assert not c.exists()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--device", "tpu"], "--device 'tpu': expected cpu or cuda"),
+    (["--device", "cuda", "--attn-weights-out", "W"], "does not form the weights"),
+])
+def test_mha_device_usage_errors(attn, mha_files, tmp_path, extra, message):
+    w, x = mha_files
+    out = tmp_path / "o.npy"
+    extra = [str(tmp_path / "weights.npy") if e == "W" else e for e in extra]
+    r = attn("mha", "--weights", w, "--heads", "2", "--query", x, "-o", out, *extra)
+    assert r.code == 1
+    assert message in one_error_line(r)
+    assert not out.exists()

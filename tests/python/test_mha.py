@@ -113,3 +113,30 @@ def test_errors(tmp_path):
         layer(np.zeros((1, 3, 8)))
     with pytest.raises(attn.UsageError):
         load(tmp_path, make_mha(8, 2)).__class__.from_safetensors(tmp_path / "mha.safetensors", 3)
+
+
+def test_dtype_and_device():
+    """dtype bf16 runs the attention's products on bf16 operands (close to float32); device='cuda'
+    runs the layer on attn's CUDA kernels where built and a GPU answers, else one UsageError
+    naming what is missing (tests/unit/test_cuda.cpp checks the GPU's results there)."""
+    rng = np.random.default_rng(4)
+    e, h = 16, 2
+    state = {"in_proj_weight": rand(rng, 3 * e, e) * 0.3, "in_proj_bias": rand(rng, 3 * e),
+             "out_proj.weight": rand(rng, e, e) * 0.3, "out_proj.bias": rand(rng, e)}
+    layer = attn.MultiheadAttention.from_state_dict(state, h)
+    x = rand(rng, 2, 9, e)
+    full = layer(x)
+    assert np.abs(layer(x, dtype="bf16") - full).max() < 2e-2
+    assert np.array_equal(layer(x, device="cpu"), full)
+    try:
+        out = layer(x, device="cuda", dtype="bf16")
+    except attn.UsageError as err:
+        assert "-DATTN_CUDA=ON" in str(err) or "no CUDA device" in str(err)
+    else:
+        assert np.abs(out - full).max() < 3e-2
+    with pytest.raises(attn.UsageError, match="expected cpu or cuda"):
+        layer(x, device="tpu")
+    with pytest.raises(attn.UsageError, match="need_weights"):
+        layer(x, device="cuda", need_weights=True)
+    with pytest.raises(attn.UsageError):
+        layer(x, dtype="float8")

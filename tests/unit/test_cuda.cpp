@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 #include <string>
 #include <tuple>
@@ -13,6 +14,7 @@
 #include "attn/cuda.hpp"
 #include "attn/error.hpp"
 #include "attn/mask.hpp"
+#include "attn/multihead_attention.hpp"
 #include "attn/sdpa.hpp"
 #include "attn/sdpa_backward.hpp"
 
@@ -56,6 +58,11 @@ TEST(cuda, without_cuda_every_call_says_how_to_build_it) {
     EXPECT_NE(std::string(e.what()).find("-DATTN_CUDA=ON"), std::string::npos) << e.what();
   }
   EXPECT_THROW(attn::cuda::device_name(), attn::error);
+  std::map<std::string, tensor> state{{"in_proj_weight", random_tensor({24, 8}, rng)},
+                                      {"out_proj.weight", random_tensor({8, 8}, rng)}};
+  const auto layer = attn::multihead_attention::from_state_dict(state, 2);
+  const tensor x = random_tensor({1, 3, 8}, rng);
+  EXPECT_THROW(attn::cuda::mha(layer, x, x, x, {}, attn::cuda::precision::bf16), attn::error);
   EXPECT_THROW(attn::cuda::time_sdpa(1, 1, 64, 64, false, attn::cuda::precision::bf16, 1, false), attn::error);
 }
 
@@ -134,5 +141,72 @@ INSTANTIATE_TEST_SUITE_P(shapes, cuda_device,
                                            cuda_case{2, 4, 2, 63, 65, 128, 128, true, true},
                                            cuda_case{1, 2, 1, 129, 65, 32, 32, false, true},
                                            cuda_case{1, 1, 1, 65, 129, 7, 5, true, false}));
+
+// The layer on the GPU against the same layer on the CPU (float32 projections both; the
+// attention float32 or bf16 on the GPU, float32 on the CPU): self-attention with a packed
+// in_proj, cross-attention with kdim and vdim of their own, head sizes on the tensor cores (32,
+// 128) and off them (7), a key padding mask, a per-head or shared attention mask, both, causal.
+struct mha_case {
+  int64_t B, L, S, E, H, kdim, vdim;
+  bool causal, padding, per_head_mask, bias;
+  bool shared_mask = false;  // one attn_mask [L, S] for every batch and head
+};
+
+class cuda_mha : public ::testing::TestWithParam<mha_case> {
+ protected:
+  void SetUp() override {
+    if (!attn::cuda::available()) GTEST_SKIP() << "no CUDA build or no GPU here";
+  }
+};
+
+TEST_P(cuda_mha, matches_the_cpu_layer) {
+  const mha_case c = GetParam();
+  std::mt19937 rng(static_cast<unsigned>(c.L * 31 + c.E));
+  const auto scaled = [&](const attn::shape_t& shape, float by) {
+    tensor t = random_tensor(shape, rng);
+    for (float& x : t.values()) x *= by;
+    return t;
+  };
+  std::map<std::string, tensor> state;
+  const bool packed = c.kdim == c.E && c.vdim == c.E;
+  if (packed) {
+    state["in_proj_weight"] = scaled({3 * c.E, c.E}, 0.3f);
+  } else {
+    state["q_proj_weight"] = scaled({c.E, c.E}, 0.3f);
+    state["k_proj_weight"] = scaled({c.E, c.kdim}, 0.3f);
+    state["v_proj_weight"] = scaled({c.E, c.vdim}, 0.3f);
+  }
+  state["out_proj.weight"] = scaled({c.E, c.E}, 0.3f);
+  if (c.bias) {
+    state["in_proj_bias"] = scaled({3 * c.E}, 0.3f);
+    state["out_proj.bias"] = scaled({c.E}, 0.3f);
+  }
+  const auto layer = attn::multihead_attention::from_state_dict(state, c.H);
+  const tensor query = random_tensor({c.B, c.L, c.E}, rng);
+  const tensor key = packed ? query : random_tensor({c.B, c.S, c.kdim}, rng);
+  const tensor value = packed ? query : random_tensor({c.B, c.S, c.vdim}, rng);
+  const int64_t S = packed ? c.L : c.S;
+  tensor padding({c.B, S}, 0.0f), mask;
+  padding.values()[static_cast<size_t>(S - 1)] = -INFINITY;  // batch 0 never sees its last key
+  if (c.per_head_mask) mask = scaled({c.B * c.H, c.L, S}, 0.5f);
+  if (c.shared_mask) mask = scaled({c.L, S}, 0.5f);
+  attn::mha_options options;
+  options.causal = c.causal;
+  if (c.padding) options.key_padding_mask = &padding;
+  if (c.per_head_mask || c.shared_mask) options.attn_mask = &mask;
+  const tensor want = layer.forward(query, key, value, options);
+  for (auto p : {attn::cuda::precision::float32, attn::cuda::precision::bf16}) {
+    const tensor got = attn::cuda::mha(layer, query, key, value, options, p);
+    ASSERT_EQ(got.shape(), want.shape());
+    EXPECT_LT(relative_error(got, want), p == attn::cuda::precision::bf16 ? 2e-2 : 1e-5)
+        << attn::cuda::precision_name(p);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(layers, cuda_mha,
+                         ::testing::Values(mha_case{2, 65, 65, 64, 2, 64, 64, false, true, false, true},
+                                           mha_case{1, 33, 47, 96, 3, 40, 24, true, false, true, false},
+                                           mha_case{2, 7, 130, 21, 3, 20, 21, false, true, true, true},
+                                           mha_case{1, 129, 129, 256, 2, 256, 256, true, false, false, true, true}));
 
 }  // namespace
