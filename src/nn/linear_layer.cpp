@@ -43,9 +43,15 @@ void relu_forward(const T* x, T* y, int64_t n) {
 
 template <class T>
 void relu_backward(const T* dy, const T* x, T* dx, int64_t n) {
+  // A mask multiplied in, not a branch: the signs of x are a coin toss, and the branch GCC made
+  // of `if (x > 0) dx += dy` (or of a select, which it will not if-convert) mispredicted half
+  // the time: 2.8% of a language-model step. This form vectorises. (dy · 0 differs from
+  // leaving dx alone only where dy is inf or NaN, a step already lost.)
 #pragma omp parallel for schedule(static) if (worth_threads_elementwise(n))
-  for (int64_t i = 0; i < n; ++i)
-    if (x[i] > T(0)) dx[i] += dy[i];
+  for (int64_t i = 0; i < n; ++i) {
+    const T keep = x[i] > T(0) ? T(1) : T(0);
+    dx[i] += dy[i] * keep;
+  }
 }
 
 #define ATTN_INSTANTIATE(T)                                                                  \
