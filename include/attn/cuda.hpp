@@ -55,8 +55,9 @@ sdpa_gradients sdpa_backward(const tensor& q, const tensor& k, const tensor& v, 
 
 // layer.forward on the GPU: the same checks and masks, the four projections in float32 (a tiled
 // float32 product of attn's own), the heads rounded to the precision for the fused attention
-// above, the output float32. The weights (weights_out of forward) are not formed there; with
-// float16, projected values past ±65504 would become inf (bf16 or float32 take them).
+// above, the output float32. options.dtype is not read (the precision says it); the weights
+// (weights_out of forward) are not formed there; with float16, a projected value past ±65504
+// is a usage error (bf16 and float32 take it).
 tensor mha(const multihead_attention& layer, const tensor& query, const tensor& key, const tensor& value,
            const mha_options& options, precision p);
 

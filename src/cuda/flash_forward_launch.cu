@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -34,15 +35,17 @@ int multiprocessors() {
   return count;
 }
 
-// TFLOP/s of the choices against the next best (4,2048,16,64 for D = 64, 1,4096,16,128 and
-// 8,1024,32,128 for D = 128; the first version of the kernel in brackets):
-//   D ≥ 96, full:   4 × 2, fold + lazy: 294 and 266 against 281 and 259 with every refinement
-//                   (274 and 257);
+// TFLOP/s of the choices against the next best, bf16 (bench/gpu/h200-2026-11-26-variants.txt,
+// two passes; 4,2048,16,64 for D = 64, 1,4096,16,128 and 8,1024,32,128 for D = 128; the first
+// version of the kernel in brackets):
+//   D ≥ 96, full:   4 × 2, fold + lazy: 295 and 265 against 278 and 255 with every refinement
+//                   (274 and 256);
 //   D ≥ 96, causal: 4 × 1 when 128-row blocks would make under 4 waves (the diagonal leaves
-//                   blocks unevenly loaded; 193 against 183 for 4 × 2 at 1,4096,16,128), else
-//                   4 × 2 (195 against 185 for 4 × 1 at 8,1024,32,128), every refinement;
-//   D ≤ 64, full:   4 × 2, every refinement: 245 against 224 for the best 4 × 1 (203);
-//   D ≤ 64, causal: 4 × 1, fold + lazy: 180 against 170 with every refinement (162).
+//                   blocks unevenly loaded; 195 against 183 for 4 × 2 at 1,4096,16,128), else
+//                   4 × 2 (195 against 186 for 4 × 1 at 8,1024,32,128), every refinement;
+//   D ≤ 64, full:   4 × 2, every refinement: 243 against 237 with fold + lazy and 223 for the
+//                   best 4 × 1 (198);
+//   D ≤ 64, causal: 4 × 1, fold + lazy: 177 against 176 and 170 for the others (161).
 // Two 128-thread blocks of 4 × 2 fit a multiprocessor (registers and shared memory).
 forward_config choose(const attention_problem& p) {
   if (p.D >= 96) {
@@ -54,21 +57,30 @@ forward_config choose(const attention_problem& p) {
   return p.causal ? forward_config{4, 1, forward_lean} : forward_config{4, 2, forward_tuned};
 }
 
-// ATTN_CUDA_FORWARD=4x1|4x2|8x2 forces the block shape, ATTN_CUDA_FORWARD_VARIANT=N the
-// refinements (bits of forward_variant): for the tests (every shape on every head size) and
-// for timing the choices against each other on the device. 8 × 2 and variant 0 (the first
-// version) are built for bf16 at D = 64 and 128 only; elsewhere the choice stands.
+// ATTN_CUDA_FORWARD=4x1|4x2|8x2 forces the block shape, ATTN_CUDA_FORWARD_VARIANT=0|9|15 the
+// refinements (bits of forward_variant: 0 the first version, 9 fold + lazy, 15 all four): for
+// the tests (every shape on every head size) and for timing the choices against each other on
+// the device. 8 × 2 and variant 0 are built for bf16 at D = 64 and 128 only; elsewhere they run
+// as 4 × 2 and as 15. Any other value is an error rather than a silent substitute.
 forward_config forced(forward_config c) {
   static const std::string shape = [] {
     const char* env = std::getenv("ATTN_CUDA_FORWARD");
     return std::string(env != nullptr ? env : "");
   }();
-  static const int variant = [] {
+  static const std::string variant = [] {
     const char* env = std::getenv("ATTN_CUDA_FORWARD_VARIANT");
-    return env != nullptr && *env != 0 ? std::atoi(env) : -1;
+    return std::string(env != nullptr ? env : "");
   }();
-  if (shape == "4x1" || shape == "4x2" || shape == "8x2") c = {shape[0] - '0', shape[2] - '0', c.variant};
-  if (variant >= 0) c.variant = variant;
+  if (!shape.empty()) {
+    if (shape != "4x1" && shape != "4x2" && shape != "8x2")
+      throw std::runtime_error("ATTN_CUDA_FORWARD=" + shape + ": expected 4x1, 4x2 or 8x2");
+    c = {shape[0] - '0', shape[2] - '0', c.variant};
+  }
+  if (!variant.empty()) {
+    if (variant != "0" && variant != "9" && variant != "15")
+      throw std::runtime_error("ATTN_CUDA_FORWARD_VARIANT=" + variant + ": expected 0, 9 or 15");
+    c.variant = std::stoi(variant);
+  }
   return c;
 }
 

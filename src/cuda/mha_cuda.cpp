@@ -2,11 +2,15 @@
 // (multihead_attention::checked_mask), its projections in float32 (projection.cu), the heads in
 // the precision for the fused attention (flash_dispatch.cu), the output projection in float32.
 #include <cuda_runtime.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <vector>
 
 #include "attn/cuda.hpp"
+#include "attn/error.hpp"
 #include "attn/multihead_attention.hpp"
 #include "cuda/cuda_problem.hpp"
 #include "cuda/device_buffer.hpp"
@@ -74,6 +78,23 @@ tensor mha(const multihead_attention& m, const tensor& query, const tensor& key,
     linear_rows(xq.get(), wq.get(), bq.get(), yq.floats(), B * L, E, m.embed_dim(), nullptr);
     linear_rows(xk.get(), wk.get(), bk.get(), yk.floats(), B * S, E, m.kdim(), nullptr);
     linear_rows(xv.get(), wv.get(), bv.get(), yv.floats(), B * S, E, m.vdim(), nullptr);
+  });
+  if (p == precision::float16) {  // the heads are rounded to float16: past ±65504 they would be inf
+    check(cudaDeviceSynchronize(), "the projections");
+    for (auto [rows, n, name] : {std::tuple{&yq, B * L, "query"}, std::tuple{&yk, B * S, "key"},
+                                 std::tuple{&yv, B * S, "value"}}) {
+      std::vector<float> host(static_cast<size_t>(n * E));
+      if (!host.empty())
+        check(cudaMemcpy(host.data(), rows->get(), host.size() * sizeof(float), cudaMemcpyDeviceToHost), "copy from the device");
+      float largest = 0;
+      for (float x : host) largest = std::max(largest, std::abs(x));
+      if (!(largest <= 65504.0f))
+        throw_usage(fmt::format("the projected {} holds {:.6g}, past float16's largest value (65504): use bf16 or float32",
+                                name, largest));
+    }
+  }
+  run_kernels([&] {
+    using namespace cuda_kernels;
     split_heads(d.type, yq.floats(), qh.get(), B, L, H, hd, nullptr);
     split_heads(d.type, yk.floats(), kh.get(), B, S, H, hd, nullptr);
     split_heads(d.type, yv.floats(), vh.get(), B, S, H, hd, nullptr);

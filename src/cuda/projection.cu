@@ -25,7 +25,8 @@ __global__ void __launch_bounds__(256) linear_rows_kernel(const float* __restric
   __shared__ float xs[tile_k][tile + 4];  // xs[k][row]
   __shared__ float ws[tile_k][tile + 4];  // ws[k][column]
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * tile, n0 = static_cast<int64_t>(blockIdx.x) * tile;
+  // Rows on the grid's x (up to 2^31 − 1 blocks), columns on y (the layer's width: few).
+  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * tile, n0 = static_cast<int64_t>(blockIdx.y) * tile;
   float acc[4][4] = {};
   for (int64_t k0 = 0; k0 < K; k0 += tile_k) {
     for (int i = threadIdx.x; i < tile * tile_k; i += blockDim.x) {
@@ -89,10 +90,10 @@ unsigned element_blocks(int64_t total) {
 void linear_rows(const float* x, const float* w, const float* bias, float* y, int64_t M, int64_t N, int64_t K,
                  void* stream) {
   if (M == 0 || N == 0) return;
-  if ((M + tile - 1) / tile > 65535 || (N + tile - 1) / tile > 65535)
+  if ((M + tile - 1) / tile > 0x7fffffff || (N + tile - 1) / tile > 65535)
     throw std::runtime_error("a projection of " + std::to_string(M) + " rows × " + std::to_string(N) +
                              " columns is past one CUDA launch's grid");
-  const dim3 grid(static_cast<unsigned>((N + tile - 1) / tile), static_cast<unsigned>((M + tile - 1) / tile));
+  const dim3 grid(static_cast<unsigned>((M + tile - 1) / tile), static_cast<unsigned>((N + tile - 1) / tile));
   linear_rows_kernel<<<grid, 256, 0, static_cast<cudaStream_t>(stream)>>>(x, w, bias, y, M, N, K);
   check_launch("the projection");
 }

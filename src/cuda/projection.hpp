@@ -11,7 +11,7 @@
 namespace attn::cuda_kernels {
 
 // y [M, N] = x [M, K] · w [N, K]ᵀ + bias [N] (bias may be null), float32 throughout: each
-// output a float32 sum in k order. M up to 64·65535 rows.
+// output a float32 sum in k order. N up to 64·65535 columns.
 void linear_rows(const float* x, const float* w, const float* bias, float* y, int64_t M, int64_t N, int64_t K,
                  void* stream);
 // rows [B, n, H·hd] (float32) → heads [B, H, n, hd] in the element type (to nearest, ties to even).

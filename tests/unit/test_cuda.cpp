@@ -203,6 +203,26 @@ TEST_P(cuda_mha, matches_the_cpu_layer) {
   }
 }
 
+// float16 holds ±65504: projections past it would turn to inf in the heads, so they are a usage
+// error naming the projection (bf16 takes them).
+TEST(cuda_mha_range, float16_refuses_projections_past_its_range) {
+  if (!attn::cuda::available()) GTEST_SKIP() << "no CUDA build or no GPU here";
+  std::mt19937 rng(5);
+  std::map<std::string, tensor> state{{"in_proj_weight", random_tensor({24, 8}, rng)},
+                                      {"out_proj.weight", random_tensor({8, 8}, rng)}};
+  for (float& x : state["in_proj_weight"].values()) x *= 1e5f;
+  const auto layer = attn::multihead_attention::from_state_dict(state, 2);
+  const tensor x = random_tensor({1, 5, 8}, rng);
+  try {
+    attn::cuda::mha(layer, x, x, x, {}, attn::cuda::precision::float16);
+    FAIL() << "no error";
+  } catch (const attn::error& e) {
+    EXPECT_EQ(e.kind(), attn::error_kind::usage);
+    EXPECT_NE(std::string(e.what()).find("past float16's largest value"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(attn::cuda::mha(layer, x, x, x, {}, attn::cuda::precision::bf16));
+}
+
 INSTANTIATE_TEST_SUITE_P(layers, cuda_mha,
                          ::testing::Values(mha_case{2, 65, 65, 64, 2, 64, 64, false, true, false, true},
                                            mha_case{1, 33, 47, 96, 3, 40, 24, true, false, true, false},
