@@ -1,6 +1,7 @@
 // attn on an NVIDIA GPU: the fused attention forward and backward as CUDA kernels (src/cuda/),
-// and the multi-head layer around them, for host tensors. Built with -DATTN_CUDA=ON (off by default: see docs/GPU.md);
-// without it every function below but built() and available() throws a usage error.
+// and the multi-head layer around them, for host tensors. Built with -DATTN_CUDA=ON (off by
+// default: see docs/GPU.md); without it every function below but built() and available()
+// throws a usage error.
 //
 //   attn::tensor o = attn::cuda::sdpa(q, k, v, {.causal = true}, attn::cuda::precision::bf16);
 //
