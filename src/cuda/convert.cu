@@ -7,6 +7,7 @@
 
 #include "cuda/cuda_problem.hpp"
 #include "cuda/device_math.cuh"
+#include "cuda/element_types.cuh"
 #include "cuda/launch_check.cuh"
 
 namespace attn::cuda_kernels {
@@ -35,43 +36,32 @@ __global__ void uniform_kernel(T* __restrict__ dst, int64_t n, uint64_t seed) {
   }
 }
 
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + 255) / 256;
-  return static_cast<unsigned>(b < 4096 ? (b < 1 ? 1 : b) : 4096);
-}
-
 }  // namespace
 
 void convert_from_float(element type, const float* src, void* dst, int64_t n, void* s) {
-  auto stream = static_cast<cudaStream_t>(s);
   if (n == 0) return;
-  switch (type) {
-    case element::float32: from_float_kernel<float><<<blocks_for(n), 256, 0, stream>>>(src, static_cast<float*>(dst), n); break;
-    case element::bf16: from_float_kernel<__nv_bfloat16><<<blocks_for(n), 256, 0, stream>>>(src, static_cast<__nv_bfloat16*>(dst), n); break;
-    case element::float16: from_float_kernel<__half><<<blocks_for(n), 256, 0, stream>>>(src, static_cast<__half*>(dst), n); break;
-  }
+  with_element_type(type, [&](auto zero) {
+    using T = decltype(zero);
+    from_float_kernel<T><<<grid_stride_blocks(n), 256, 0, static_cast<cudaStream_t>(s)>>>(src, static_cast<T*>(dst), n);
+  });
   check_launch("converting to the element type");
 }
 
 void convert_to_float(element type, const void* src, float* dst, int64_t n, void* s) {
-  auto stream = static_cast<cudaStream_t>(s);
   if (n == 0) return;
-  switch (type) {
-    case element::float32: to_float_kernel<float><<<blocks_for(n), 256, 0, stream>>>(static_cast<const float*>(src), dst, n); break;
-    case element::bf16: to_float_kernel<__nv_bfloat16><<<blocks_for(n), 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(src), dst, n); break;
-    case element::float16: to_float_kernel<__half><<<blocks_for(n), 256, 0, stream>>>(static_cast<const __half*>(src), dst, n); break;
-  }
+  with_element_type(type, [&](auto zero) {
+    using T = decltype(zero);
+    to_float_kernel<T><<<grid_stride_blocks(n), 256, 0, static_cast<cudaStream_t>(s)>>>(static_cast<const T*>(src), dst, n);
+  });
   check_launch("converting to float32");
 }
 
 void fill_uniform(element type, void* dst, int64_t n, uint64_t seed, void* s) {
-  auto stream = static_cast<cudaStream_t>(s);
   if (n == 0) return;
-  switch (type) {
-    case element::float32: uniform_kernel<float><<<blocks_for(n), 256, 0, stream>>>(static_cast<float*>(dst), n, seed); break;
-    case element::bf16: uniform_kernel<__nv_bfloat16><<<blocks_for(n), 256, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), n, seed); break;
-    case element::float16: uniform_kernel<__half><<<blocks_for(n), 256, 0, stream>>>(static_cast<__half*>(dst), n, seed); break;
-  }
+  with_element_type(type, [&](auto zero) {
+    using T = decltype(zero);
+    uniform_kernel<T><<<grid_stride_blocks(n), 256, 0, static_cast<cudaStream_t>(s)>>>(static_cast<T*>(dst), n, seed);
+  });
   check_launch("filling with random values");
 }
 

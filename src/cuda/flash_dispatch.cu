@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "cuda/cuda_problem.hpp"
+#include "cuda/element_types.cuh"
 #include "cuda/flash_backward_mma.cuh"
 #include "cuda/flash_cuda_cores.cuh"
 #include "cuda/flash_forward_launch.cuh"
@@ -86,16 +87,11 @@ void launch_cores_backward(const attention_problem& p, const attention_gradients
 
 void launch_row_delta(const attention_problem& p, const attention_gradients& g, float* delta, cudaStream_t stream) {
   const int64_t rows = p.B * p.H * p.L;
-  auto launch = [&](auto zero) {
+  with_element_type(p.type, [&](auto zero) {
     using T = decltype(zero);
     row_delta_kernel<T><<<static_cast<unsigned>((rows + 7) / 8), 256, 0, stream>>>(
         static_cast<const T*>(p.o), static_cast<const T*>(g.grad_o), delta, rows, static_cast<int>(p.Dv));
-  };
-  switch (p.type) {
-    case element::float32: launch(float{}); break;
-    case element::bf16: launch(__nv_bfloat16{}); break;
-    case element::float16: launch(__half{}); break;
-  }
+  });
   check_launch("the backward's row term");
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cuda/device_math.cuh"
+#include "cuda/element_types.cuh"
 #include "cuda/launch_check.cuh"
 #include "cuda/projection.hpp"
 
@@ -80,11 +81,6 @@ __global__ void merge_heads_kernel(const T* __restrict__ heads, float* __restric
   }
 }
 
-unsigned element_blocks(int64_t total) {
-  const int64_t blocks = (total + 255) / 256;
-  return static_cast<unsigned>(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);  // the loop strides past
-}
-
 }  // namespace
 
 void linear_rows(const float* x, const float* w, const float* bias, float* y, int64_t M, int64_t N, int64_t K,
@@ -102,12 +98,11 @@ void split_heads(element type, const float* rows, void* heads, int64_t B, int64_
                  void* stream) {
   const int64_t total = B * H * n * hd;
   if (total == 0) return;
-  auto s = static_cast<cudaStream_t>(stream);
-  switch (type) {
-    case element::float32: split_heads_kernel<<<element_blocks(total), 256, 0, s>>>(rows, static_cast<float*>(heads), B, n, H, hd); break;
-    case element::bf16: split_heads_kernel<<<element_blocks(total), 256, 0, s>>>(rows, static_cast<__nv_bfloat16*>(heads), B, n, H, hd); break;
-    case element::float16: split_heads_kernel<<<element_blocks(total), 256, 0, s>>>(rows, static_cast<__half*>(heads), B, n, H, hd); break;
-  }
+  with_element_type(type, [&](auto zero) {
+    using T = decltype(zero);
+    split_heads_kernel<T><<<grid_stride_blocks(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        rows, static_cast<T*>(heads), B, n, H, hd);
+  });
   check_launch("splitting the heads");
 }
 
@@ -115,12 +110,11 @@ void merge_heads(element type, const void* heads, float* rows, int64_t B, int64_
                  void* stream) {
   const int64_t total = B * H * n * hd;
   if (total == 0) return;
-  auto s = static_cast<cudaStream_t>(stream);
-  switch (type) {
-    case element::float32: merge_heads_kernel<<<element_blocks(total), 256, 0, s>>>(static_cast<const float*>(heads), rows, B, n, H, hd); break;
-    case element::bf16: merge_heads_kernel<<<element_blocks(total), 256, 0, s>>>(static_cast<const __nv_bfloat16*>(heads), rows, B, n, H, hd); break;
-    case element::float16: merge_heads_kernel<<<element_blocks(total), 256, 0, s>>>(static_cast<const __half*>(heads), rows, B, n, H, hd); break;
-  }
+  with_element_type(type, [&](auto zero) {
+    using T = decltype(zero);
+    merge_heads_kernel<T><<<grid_stride_blocks(total), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(heads), rows, B, n, H, hd);
+  });
   check_launch("merging the heads");
 }
 
