@@ -21,10 +21,13 @@ echo "== device tests"
 python3 -m pytest -q --tb=line -p no:cacheprovider -s tests/cuda > "$out/tests.log" 2>&1 || failed+=("device tests")
 tail -80 "$out/tests.log"
 
-# each forward block shape with each set of refinements on every D (ATTN_CUDA_FORWARD,
+# each forward kernel: the mma.sync block shapes with each set of refinements on every D, and the
+# wgmma kernel's key tiles with and without the overlap on D = 64 and 128 (ATTN_CUDA_FORWARD,
 # ATTN_CUDA_FORWARD_VARIANT; src/cuda/flash_forward_launch.cu), bf16 and fp16 (8x2: bf16, where it is built)
-for forced in 4x1:9 4x1:15 4x2:9 4x2:15 8x2:9 8x2:15; do
+for forced in 4x1:9 4x1:15 4x2:9 4x2:15 8x2:9 8x2:15 wgmma64 wgmma128 wgmma64-overlap wgmma128-overlap \
+    wgmma64x1 wgmma64x3; do
   shape=${forced%:*} refine=${forced#*:}
+  [ "$shape" = "$forced" ] && refine=
   echo "== device tests, forward $shape, refinements $refine"
   select="16 or dominate"
   [ $shape = 8x2 ] && select="bf16 or dominate"  # built for bf16 only
@@ -59,11 +62,13 @@ for tool in memcheck racecheck; do
     [ $status = 0 ] || failed+=("$tool $dt")
     echo "$tool $dt (D=64, mask, causal, GQA, fwd+bwd): exit $status $(grep -E 'ERROR SUMMARY' "$out/san_${tool}_${dt}.log")"
   done
-  for D in 64 128 128x8 128x1; do  # no mask: the interior tiles' folded path (64: one row tile a warp,
-    # 128: two; 8 warps; 128x1: one tile a warp with every refinement, causal, as small causal D = 128 runs)
+  for D in 64 128 128w 128x8 128x1; do  # no mask: the interior tiles' folded path (on Hopper 64 and 128
+    # run the wgmma kernel, 128w its two-warpgroup shape with tiles of 128; mma.sync: 128x8 8 warps,
+    # 128x1 one tile a warp with every refinement, causal, as small causal D = 128 runs)
     [ $D = 64 ] && set -- q k v go || set -- q128 k128 v128 go128
     unset ATTN_CUDA_FORWARD ATTN_CUDA_FORWARD_VARIANT
     causal=
+    [ $D = 128w ] && export ATTN_CUDA_FORWARD=wgmma128
     [ $D = 128x8 ] && export ATTN_CUDA_FORWARD=8x2
     [ $D = 128x1 ] && export ATTN_CUDA_FORWARD=4x1 ATTN_CUDA_FORWARD_VARIANT=15 && causal=--causal
     compute-sanitizer --tool $tool --error-exitcode 9 "$bin/attn" sdpa --device cuda --dtype bf16 \
@@ -89,12 +94,14 @@ report() {
 }
 [ "$quick" = quick ] && report
 echo "== the forward's block shapes and refinements"
-# shape:refinements (ATTN_CUDA_FORWARD, ATTN_CUDA_FORWARD_VARIANT: src/cuda/flash_forward_launch.cu);
+# shape:refinements or a wgmma variant (ATTN_CUDA_FORWARD, ATTN_CUDA_FORWARD_VARIANT: src/cuda/flash_forward_launch.cu);
 # "choice" is the launch's own choice, :0 the kernel's first version. Two passes, interleaved, so
 # that a drift of the clocks shows as a difference between passes.
 for pass in 1 2; do
-  for forced in choice 4x1:0 4x2:0 4x1:9 4x1:15 4x2:9 4x2:15 8x2:9 8x2:15; do
+  for forced in choice 4x1:0 4x2:0 4x1:9 4x1:15 4x2:9 4x2:15 8x2:9 8x2:15 wgmma64 wgmma128 \
+      wgmma64-overlap wgmma128-overlap wgmma64x1 wgmma64x3; do
     shape=${forced%:*} refine=${forced#*:}
+    [ "$shape" = "$forced" ] && refine=
     [ $forced = choice ] && shape= refine=
     for causal in "" --causal; do
       ATTN_CUDA_FORWARD=$shape ATTN_CUDA_FORWARD_VARIANT=$refine "$bin/attn" bench --device cuda --dtype bf16 \

@@ -148,7 +148,10 @@ template <typename T, int DMAX> struct backward_launch {
 }  // namespace
 
 const char* forward_path(const attention_problem& p) {
-  return tensor_core_shape(p) ? "tensor cores (mma.sync m16n8k16, float32 accumulation)" : "CUDA cores (float32)";
+  if (!tensor_core_shape(p)) return "CUDA cores (float32)";
+  if ((p.D == 64 || p.D == 128) && wgmma_forward_available())
+    return "tensor cores (wgmma m64nNk16, float32 accumulation)";
+  return "tensor cores (mma.sync m16n8k16, float32 accumulation)";
 }
 
 void flash_forward(const attention_problem& p, void* stream_ptr) {

@@ -1,5 +1,5 @@
-// The tensor-core forward's launch (flash_forward_launch.cu): which block shape and which of the
-// kernel's refinements run a problem, chosen from measurements on the device (docs/GPU.md).
+// The tensor-core forward's launch (flash_forward_launch.cu): which kernel (wgmma on Hopper, else
+// mma.sync), block shape and refinements run a problem, chosen from measurements on the device (docs/GPU.md).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,5 +10,8 @@ namespace attn::cuda_kernels {
 
 // bf16 or float16, D = Dv in {32, 64, 96, 128}, 16-byte aligned tensors (the caller checks).
 void launch_forward_tensor_cores(const attention_problem& p, cudaStream_t stream);
+
+// Whether the current device runs the wgmma forward (a Hopper GPU and a build with sm_90a).
+bool wgmma_forward_available();
 
 }  // namespace attn::cuda_kernels
