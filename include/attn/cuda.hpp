@@ -33,8 +33,9 @@ enum class precision { float32, bf16, float16 };
 precision parse_precision(const std::string& name);
 const char* precision_name(precision p);
 
-// The kernel a forward of these head dimensions runs: the tensor cores for bf16 and float16
-// with D = Dv in {32, 64, 96, 128}, CUDA cores (float32 arithmetic) otherwise.
+// The kernel a forward of these head dimensions runs on the current device: the tensor cores
+// for bf16 and float16 with D = Dv in {32, 64, 96, 128} (through wgmma on Hopper at 64 and 128),
+// CUDA cores (float32 arithmetic) otherwise.
 std::string forward_path(precision p, int64_t head_dim, int64_t value_dim);
 
 // check_sdpa_shapes, and what the GPU adds: head sizes up to 256, B·H up to 65535, sequence

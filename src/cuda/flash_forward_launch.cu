@@ -97,13 +97,13 @@ int multiprocessors() {
 //   D ≤ 64, causal: 4 × 1, fold + lazy: 177 against 176 and 170 for the others (161).
 // Two 128-thread blocks of 4 × 2 fit a multiprocessor (registers and shared memory).
 forward_config choose(const attention_problem& p) {
-  // Hopper: the wgmma kernel (bf16, H200, 2026-11-26, every variant forced in one run against
-  // PyTorch; bench/gpu/h200-2026-11-26-wgmma.txt): D = 128, three warpgroups a block and key
-  // tiles of 64 (366, 265, 325 and 221 TFLOP/s at 1,4096,16,128 full and causal and
+  // Hopper: the wgmma kernel (bf16, H200, 2026-11-26, every variant forced against PyTorch in
+  // the same invocation; bench/gpu/h200-2026-11-26-wgmma.txt): D = 128, three warpgroups a block
+  // and key tiles of 64 (366, 265, 325 and 221 TFLOP/s at 1,4096,16,128 full and causal and
   // 8,1024,32,128 full and causal, against 337, 248, 296 and 224 for two warpgroups and tiles of
-  // 128, 275–303 for the other variants at 1,4096 full; mma.sync's best 291); D = 64, two
-  // warpgroups and tiles of 64 (292 and 217 at 4,2048,16,64 full and causal; 239–248 and
-  // 187–200 for the others). S(t + 1) overlapped with tile t's softmax was slower everywhere.
+  // 128, and 275–305 for the others at 1,4096 full; the mma.sync kernel's best there, 291);
+  // D = 64, two warpgroups and tiles of 64 (292 and 217 at 4,2048,16,64 full and causal, the
+  // others 186–248 and 149–200). S(t + 1) overlapped with tile t's softmax was slower everywhere.
   if (p.D == 128 && wgmma_forward_available()) return {4, 2, forward_lean, 64, false, 3};
   if (p.D == 64 && wgmma_forward_available()) return {4, 2, forward_lean, 64, false, 2};
   if (p.D >= 96) {
