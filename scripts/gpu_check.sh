@@ -36,6 +36,15 @@ for forced in 4x1:9 4x1:15 4x2:9 4x2:15 8x2:9 8x2:15 wgmma64 wgmma128 wgmma64-ov
   tail -3 "$out/tests_${shape}_$refine.log"
 done
 
+# the backward's kernels forced (ATTN_CUDA_BACKWARD: src/cuda/flash_dispatch.cu): mma.sync, and on
+# Hopper the wgmma kernels with one warpgroup a block and with three for dQ
+for forced in mma wgmma11 wgmma23; do
+  echo "== device tests, backward $forced"
+  ATTN_CUDA_BACKWARD=$forced python3 -m pytest -q --tb=line -p no:cacheprovider -k "16" tests/cuda \
+    > "$out/tests_backward_$forced.log" 2>&1 || failed+=("device tests, backward $forced")
+  tail -3 "$out/tests_backward_$forced.log"
+done
+
 if [ -x "$bin/attn_tests" ]; then  # the host API against float64 (tests/unit/test_cuda.cpp), when carried
   echo "== attn_tests (cuda)"
   "$bin/attn_tests" --gtest_filter='*cuda*' > "$out/unit.log" 2>&1 || failed+=("attn_tests cuda")

@@ -12,6 +12,7 @@
 #include "cuda/cuda_problem.hpp"
 #include "cuda/element_types.cuh"
 #include "cuda/flash_backward_mma.cuh"
+#include "cuda/flash_backward_wgmma.cuh"
 #include "cuda/flash_cuda_cores.cuh"
 #include "cuda/flash_forward_launch.cuh"
 #include "cuda/launch_check.cuh"
@@ -115,9 +116,69 @@ void launch_mma_backward(const attention_problem& p, const attention_gradients& 
   check_launch("the tensor-core backward's dQ");
 }
 
+// The wgmma backward's shape: warpgroups a block of its dK/dV kernel and of its dQ kernel (0:
+// the mma.sync backward). On Hopper at D = 64 and 128 it is the default, two and two: forward +
+// backward 270, 200, 183, 145, 239 and 179 TFLOP/s at 1,4096,16,128, 4,2048,16,64 and
+// 8,1024,32,128, full and causal, against 193, 153, 158, 132, 180 and 148 for mma.sync (bf16,
+// H200, 2026-11-26, one run: bench/gpu/h200-2026-11-26-wgmma-backward.txt); one and one from 8%
+// slower to 2% faster; two and three (dQ at 168 registers, spilling 88 bytes) 1–2.4% faster on
+// five shapes and 0.9% slower on one, but only the device tests' 16-bit subset ran on it, where
+// two and two passed all of them.
+// ATTN_CUDA_BACKWARD=mma|wgmma11|wgmma22|wgmma23 forces one (for the tests and for timing).
+struct backward_shape {
+  int dkdv_groups, dq_groups;
+};
+backward_shape choose_backward(const attention_problem& p) {
+  static const std::string forced = [] {
+    const char* env = std::getenv("ATTN_CUDA_BACKWARD");
+    return std::string(env != nullptr ? env : "");
+  }();
+  backward_shape choice{2, 2};
+  if (!forced.empty()) {
+    if (forced == "mma") return {0, 0};
+    if (forced != "wgmma11" && forced != "wgmma22" && forced != "wgmma23")
+      throw std::runtime_error("ATTN_CUDA_BACKWARD=" + forced + ": expected mma, wgmma11, wgmma22 or wgmma23");
+    choice = {forced[5] - '0', forced[6] - '0'};
+  }
+  if ((p.D != 64 && p.D != 128) || !wgmma_forward_available()) return {0, 0};
+  return choice;
+}
+
+template <typename T, int D, int DKDV, int DQ>
+void launch_wgmma_backward(const attention_problem& p, const attention_gradients& g, const float* delta,
+                           cudaStream_t stream) {
+  const mma_backward_args a{static_cast<int>(p.H), static_cast<int>(p.Hkv), static_cast<int>(p.L), static_cast<int>(p.S),
+                            p.mask, p.ms[0], p.ms[1], p.ms[2], p.ms[3], p.scale, p.scale * log2_e, p.causal,
+                            backward_folds_interior()};
+  constexpr int dkdv_bytes = dkdv_wgmma_shared_bytes<D, DKDV>(), dq_bytes = dq_wgmma_shared_bytes<D, DQ>();
+  allow_shared(flash_backward_dkdv_wgmma_kernel<T, D, DKDV>, dkdv_bytes, "cudaFuncSetAttribute (wgmma dK, dV)");
+  allow_shared(flash_backward_dq_wgmma_kernel<T, D, DQ>, dq_bytes, "cudaFuncSetAttribute (wgmma dQ)");
+  flash_backward_dkdv_wgmma_kernel<T, D, DKDV><<<rows_grid_of(p.S, p.B * p.Hkv, 64 * DKDV), 128 * DKDV, dkdv_bytes, stream>>>(
+      static_cast<const T*>(p.q), static_cast<const T*>(p.k), static_cast<const T*>(p.v), static_cast<const T*>(g.grad_o),
+      p.lse, delta, static_cast<T*>(g.dk), static_cast<T*>(g.dv), a);
+  check_launch("the wgmma backward's dK, dV");
+  flash_backward_dq_wgmma_kernel<T, D, DQ><<<rows_grid_of(p.L, p.B * p.H, 64 * DQ), 128 * DQ, dq_bytes, stream>>>(
+      static_cast<const T*>(p.q), static_cast<const T*>(p.k), static_cast<const T*>(p.v), static_cast<const T*>(g.grad_o),
+      p.lse, delta, static_cast<T*>(g.dq), a);
+  check_launch("the wgmma backward's dQ");
+}
+
+template <typename T, int D>
+void launch_wgmma_backward_shaped(const attention_problem& p, const attention_gradients& g, const float* delta,
+                                  backward_shape shape, cudaStream_t stream) {
+  if (shape.dkdv_groups == 1) return launch_wgmma_backward<T, D, 1, 1>(p, g, delta, stream);
+  if (shape.dq_groups == 3) return launch_wgmma_backward<T, D, 2, 3>(p, g, delta, stream);
+  launch_wgmma_backward<T, D, 2, 2>(p, g, delta, stream);
+}
+
 template <typename T>
 void launch_mma_backward_typed(const attention_problem& p, const attention_gradients& g, const float* delta,
                                cudaStream_t stream) {
+  const backward_shape shape = choose_backward(p);
+  if (shape.dkdv_groups > 0) {
+    if (p.D == 64) return launch_wgmma_backward_shaped<T, 64>(p, g, delta, shape, stream);
+    return launch_wgmma_backward_shaped<T, 128>(p, g, delta, shape, stream);
+  }
   switch (p.D) {
     case 32: return launch_mma_backward<T, 32>(p, g, delta, stream);
     case 64: return launch_mma_backward<T, 64>(p, g, delta, stream);
