@@ -58,7 +58,7 @@ rng = np.random.default_rng(0)
 for name, shape in (("q", (1, 4, 65, 64)), ("k", (1, 2, 130, 64)), ("v", (1, 2, 130, 64)), ("go", (1, 4, 65, 64)),
                     ("q7", (1, 2, 33, 7)), ("k7", (1, 2, 40, 7)), ("v7", (1, 2, 40, 7)), ("go7", (1, 2, 33, 7)),
                     ("q128", (1, 2, 200, 128)), ("k128", (1, 2, 200, 128)), ("v128", (1, 2, 200, 128)),
-                    ("go128", (1, 2, 200, 128))):
+                    ("go128", (1, 2, 200, 128)), ("k300", (1, 2, 300, 128)), ("v300", (1, 2, 300, 128))):
     np.save(f"{sys.argv[1]}/{name}.npy", rng.standard_normal(shape).astype(np.float32))
 np.save(f"{sys.argv[1]}/mask.npy", rng.standard_normal((65, 130)).astype(np.float32))
 PY
@@ -87,6 +87,15 @@ for tool in memcheck racecheck; do
     unset ATTN_CUDA_FORWARD ATTN_CUDA_FORWARD_VARIANT
     [ $status = 0 ] || failed+=("$tool bf16 D=$D plain")
     echo "$tool bf16 (D=$D, no mask${causal:+, causal}, fwd+bwd): exit $status $(grep -E 'ERROR SUMMARY' "$out/san_${tool}_plain$D.log")"
+  done
+  for causal in "" --causal; do  # float16, D = 128, L = 200 against S = 300: on Hopper the wgmma
+    # kernels' edges (a last key tile and a last query block part full), forward and backward
+    compute-sanitizer --tool $tool --error-exitcode 9 "$bin/attn" sdpa --device cuda --dtype float16 $causal \
+      --query "$out/q128.npy" --key "$out/k300.npy" --value "$out/v300.npy" -o "$out/o.npy" \
+      --grad-output "$out/go128.npy" --dq "$out/dq.npy" --dk "$out/dk.npy" --dv "$out/dv.npy" > "$out/san_${tool}_300$causal.log" 2>&1
+    status=$?
+    [ $status = 0 ] || failed+=("$tool float16 D=128 S=300 $causal")
+    echo "$tool float16 (D=128, L=200, S=300${causal:+, causal}, fwd+bwd): exit $status $(grep -E 'ERROR SUMMARY' "$out/san_${tool}_300$causal.log")"
   done
   compute-sanitizer --tool $tool --error-exitcode 9 "$bin/attn" sdpa --device cuda --dtype bf16 \
     --query "$out/q7.npy" --key "$out/k7.npy" --value "$out/v7.npy" -o "$out/o7.npy" \

@@ -210,8 +210,11 @@ template <typename T, int DMAX> struct backward_launch {
 
 const char* forward_path(const attention_problem& p) {
   if (!tensor_core_shape(p)) return "CUDA cores (float32)";
-  if ((p.D == 64 || p.D == 128) && wgmma_forward_available())
-    return "tensor cores (wgmma m64nNk16, float32 accumulation)";
+  try {  // a label: an ATTN_CUDA_FORWARD that is not understood is reported by the launch itself
+    if (forward_runs_wgmma(p)) return "tensor cores (wgmma m64nNk16, float32 accumulation)";
+  } catch (const std::exception&) {
+    return "tensor cores (ATTN_CUDA_FORWARD not understood)";
+  }
   return "tensor cores (mma.sync m16n8k16, float32 accumulation)";
 }
 

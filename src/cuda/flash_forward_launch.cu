@@ -41,33 +41,43 @@ __global__ void wgmma_probe_kernel(int* answer) {
 
 }  // namespace
 
-// Whether the wgmma forward runs here: a Hopper GPU (compute capability 9.0) and a build with
-// sm_90a among its architectures (-DCMAKE_CUDA_ARCHITECTURES="80;90a", the default). Asked of
-// the device once per device (0–63) by a one-thread kernel, since only the device knows which
-// of the build's codes it loaded.
+// Whether the wgmma kernels run here: a Hopper GPU (compute capability 9.0) and a build with
+// sm_90a among its architectures (-DCMAKE_CUDA_ARCHITECTURES="80;90a", the default; "90" or
+// "native" build sm_90 code, which has no wgmma, and the mma.sync kernels run instead). Asked
+// of the device by a one-thread kernel, since only the device knows which of the build's codes
+// it loaded; the answer is kept per device (0–63). The probe allocates, launches and copies
+// synchronously on the default stream, so the first call on a device belongs outside a CUDA
+// graph's capture. It is not made while an earlier error is pending (that error is left for its
+// owner to report), and a probe that failed is not remembered: the next call asks again.
 bool wgmma_forward_available() {
   static std::atomic<int> known[64] = {};  // 0 unknown, 1 no, 2 yes
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
   const int state = known[device].load(std::memory_order_relaxed);
   if (state != 0) return state == 2;
-  int major = 0, minor = 0, answer = 0;
-  bool yes = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
-             cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess &&
-             major == 9 && minor == 0;
-  if (yes) {
-    int* flag = nullptr;
-    yes = cudaMalloc(&flag, sizeof(int)) == cudaSuccess;
-    if (yes) {
-      wgmma_probe_kernel<<<1, 1>>>(flag);
-      yes = cudaGetLastError() == cudaSuccess &&
-            cudaMemcpy(&answer, flag, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess && answer == 1;
-      cudaFree(flag);
-    }
-    cudaGetLastError();  // a failed probe leaves no error behind for the next launch to report
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+    return false;
+  if (major != 9 || minor != 0) {
+    known[device].store(1, std::memory_order_relaxed);
+    return false;
   }
-  known[device].store(yes ? 2 : 1, std::memory_order_relaxed);
-  return yes;
+  if (cudaPeekAtLastError() != cudaSuccess) return false;  // someone else's error: not ours to clear
+  int* flag = nullptr;
+  int answer = -1;
+  if (cudaMalloc(&flag, sizeof(int)) != cudaSuccess) {
+    cudaGetLastError();  // our own failure; asked again next time
+    return false;
+  }
+  wgmma_probe_kernel<<<1, 1>>>(flag);
+  const bool asked = cudaGetLastError() == cudaSuccess &&
+                     cudaMemcpy(&answer, flag, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess;
+  cudaFree(flag);
+  cudaGetLastError();
+  if (!asked || (answer != 0 && answer != 1)) return false;
+  known[device].store(answer == 1 ? 2 : 1, std::memory_order_relaxed);
+  return answer == 1;
 }
 
 namespace {
@@ -96,6 +106,16 @@ int multiprocessors() {
 //                   best 4 × 1 (198);
 //   D ≤ 64, causal: 4 × 1, fold + lazy: 177 against 176 and 170 for the others (161).
 // Two 128-thread blocks of 4 × 2 fit a multiprocessor (registers and shared memory).
+forward_config choose_mma(const attention_problem& p) {
+  if (p.D >= 96) {
+    if (!p.causal) return {4, 2, forward_lean};
+    const int64_t blocks = p.B * p.H * ((p.L + 127) / 128);
+    return blocks < 4 * 2 * static_cast<int64_t>(multiprocessors()) ? forward_config{4, 1, forward_tuned}
+                                                                     : forward_config{4, 2, forward_tuned};
+  }
+  return p.causal ? forward_config{4, 1, forward_lean} : forward_config{4, 2, forward_tuned};
+}
+
 forward_config choose(const attention_problem& p) {
   // Hopper: the wgmma kernel (bf16, H200, 2026-11-26, every variant forced against PyTorch in
   // the same invocation; bench/gpu/h200-2026-11-26-wgmma.txt): D = 128, three warpgroups a block
@@ -106,20 +126,15 @@ forward_config choose(const attention_problem& p) {
   // others 186–248 and 149–200). S(t + 1) overlapped with tile t's softmax was slower everywhere.
   if (p.D == 128 && wgmma_forward_available()) return {4, 2, forward_lean, 64, false, 3};
   if (p.D == 64 && wgmma_forward_available()) return {4, 2, forward_lean, 64, false, 2};
-  if (p.D >= 96) {
-    if (!p.causal) return {4, 2, forward_lean};
-    const int64_t blocks = p.B * p.H * ((p.L + 127) / 128);
-    return blocks < 4 * 2 * static_cast<int64_t>(multiprocessors()) ? forward_config{4, 1, forward_tuned}
-                                                                     : forward_config{4, 2, forward_tuned};
-  }
-  return p.causal ? forward_config{4, 1, forward_lean} : forward_config{4, 2, forward_tuned};
+  return choose_mma(p);
 }
 
 // ATTN_CUDA_FORWARD=4x1|4x2|8x2 forces the mma.sync kernel's block shape (on Hopper too),
 // ATTN_CUDA_FORWARD_VARIANT=0|9|15 its refinements (bits of forward_variant: 0 the first version,
 // 9 fold + lazy, 15 all four); ATTN_CUDA_FORWARD=wgmma64|wgmma128[-overlap]|wgmma64x1|wgmma64x3
 // the wgmma kernel's key tile, overlap and warpgroups (where it runs: Hopper, D = 64 or 128;
-// elsewhere the mma.sync choice). For the tests (every kernel on every head size) and for timing
+// elsewhere the mma.sync choice). The refinements apply only where the mma.sync kernel runs.
+// For the tests (every kernel on every head size) and for timing
 // the choices against each other on the device. 8 × 2 and variant 0 are built for bf16 at D = 64
 // and 128 only; elsewhere they run as 4 × 2 and as 15. Any other value is an error rather than a
 // silent substitute.
@@ -148,8 +163,8 @@ forward_config forced(const attention_problem& p, forward_config c) {
       // elsewhere: the mma.sync kernel's choice
     } else if (shape != "4x1" && shape != "4x2" && shape != "8x2") {
       throw std::runtime_error("ATTN_CUDA_FORWARD=" + shape + ": expected 4x1, 4x2, 8x2 or a wgmma variant");
-    } else {
-      c = {shape[0] - '0', shape[2] - '0', c.variant};
+    } else {  // an mma.sync shape, with the refinements the mma.sync choice would take
+      c = {shape[0] - '0', shape[2] - '0', choose_mma(p).variant};
     }
   }
   if (!variant.empty()) {
@@ -159,6 +174,12 @@ forward_config forced(const attention_problem& p, forward_config c) {
   }
   return c;
 }
+
+}  // namespace
+
+bool forward_runs_wgmma(const attention_problem& p) { return forced(p, choose(p)).wgmma_keys > 0; }
+
+namespace {
 
 template <typename T, int D, int WARPS, int MT, int VARIANT>
 void launch(const attention_problem& p, cudaStream_t stream) {

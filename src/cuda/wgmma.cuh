@@ -2,8 +2,9 @@
 // 64-row A by an N-column B into a 64 × N float32 accumulator spread over their registers, A from
 // shared memory or from registers, B from shared memory, both read through a descriptor.
 // One wrapper per PTX instruction, named as in NVIDIA's PTX ISA (section "Asynchronous
-// Warpgroup Level Matrix Multiply-Accumulate"). Only compiled for sm_90a: the callers guard with
-// __CUDA_ARCH_FEAT_SM90_ALL.
+// Warpgroup Level Matrix Multiply-Accumulate"). The wrappers are inline: they reach the code
+// only where a kernel uses them, and the kernels that do are guarded by __CUDA_ARCH_FEAT_SM90_ALL
+// (sm_90a), so other architectures and older toolkits compile without them.
 //
 // The accumulator's layout is mma.sync's per warp: warp w of the group holds rows 16w … 16w+15;
 // lane l, for each 8-column block i, d[4i] and d[4i+1] at row 16w + l/4, columns 8i + 2(l%4) and

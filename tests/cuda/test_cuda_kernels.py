@@ -156,7 +156,7 @@ def test_forward_and_backward_within_twice_pytorch(shape, causal, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
-@pytest.mark.parametrize("D", [64, 24])
+@pytest.mark.parametrize("D", [64, 128, 24])  # 64 and 128: the wgmma kernels on Hopper
 def test_masks_broadcast_and_fully_masked_rows(dtype, D):
     B, H, L, S = 2, 3, 37, 70
     q, k, v, go = inputs(B, H, H, L, S, D, D, dtype, seed=5)
