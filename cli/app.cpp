@@ -75,7 +75,7 @@ std::vector<subcommand> standard_subcommands() {
        "PATH | --learn-embeddings DIM] [--frozen-embeddings] [--min-count N] [--layers N] "
        "[--pool max|mean|mean+max|attention] [--dropout P] [--heads H] [--epochs N] "
        "[--patience N] [--lr X] [--batch N] [--shards N] [--seed S] [--mask P] [--vocab N] "
-       "[--context T] [--max-tokens N] [--time 30m] [--resume] -o MODEL.safetensors",
+       "[--context T] [--max-tokens N] [--time 30m] [--adaptive-softmax CUT,...] [--resume] -o MODEL.safetensors",
        add_train_command},
       {"predict", "attn predict --model MODEL [--top K] TEXT", add_predict_command},
       {"eval", "attn eval --model MODEL --data FILE [--every N] [--seed S]", add_eval_command},

@@ -48,6 +48,7 @@ struct train_args {
   int64_t vocab = train_options{}.vocab, context = train_options{}.context, max_tokens = 0, eval_steps = 0;
   double time_limit = 0;
   std::string dtype = "float32";  // masked-word, lm: the output layer's products
+  std::vector<int64_t> adaptive_softmax;  // masked-word, lm: the adaptive softmax's cuts
   // Which options the command line set (masked-word has defaults of its own for the others).
   bool min_count_given = false, layers_given = false, dropout_given = false, finetune_given = false, positions_given = false;
   bool lr_given = false;
@@ -125,6 +126,7 @@ void run(const train_args& args, const train_hooks& hooks) {
   o.time_limit = args.time_limit;
   o.eval_steps = args.eval_steps;
   o.dtype = args.dtype == "bf16" ? train_dtype::bf16 : train_dtype::float32;
+  o.adaptive_softmax = args.adaptive_softmax;
   o.window = args.window;
   o.shards = args.shards > 0 ? args.shards : processes;
   if (o.shards % processes != 0)
@@ -374,6 +376,13 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                   "masked-word, lm: float32 (default) or bf16: the tied output's three products on "
                   "bf16 operands with float32 sums, as PyTorch's autocast (the model file stays float32)")
       ->check(CLI::IsMember({"float32", "bf16"}));
+  sub->add_option("--adaptive-softmax", args->adaptive_softmax,
+                  "masked-word, lm: an adaptive softmax with these cuts over the output words, most "
+                  "frequent first (PyTorch's AdaptiveLogSoftmaxWithLoss cutoffs, e.g. 2000,6000): a "
+                  "head of the first CUT words and a cluster between each cut and the next, or the end")
+      ->delimiter(',')
+      ->type_name("CUT,...")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--eval-steps", args->eval_steps,
                   "masked-word, lm: also score the held-out sequences every N steps (default: each "
                   "epoch's end)")

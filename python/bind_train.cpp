@@ -34,6 +34,7 @@ T as(const std::string& name, const py::handle& value) {
   } catch (const py::cast_error&) {
     throw_usage(fmt::format("option {} takes {}, got {}", name,
                             std::is_same_v<T, bool> ? "True or False"
+                            : std::is_same_v<T, std::vector<int64_t>> ? "a list of integers"
                             : std::is_integral_v<T> ? "an integer"
                             : std::is_floating_point_v<T> ? "a number" : "a string",
                             py::str(py::repr(value)).cast<std::string>()));
@@ -60,6 +61,7 @@ const std::map<std::string, setter>& setters() {
       {"layers", [](train_options& o, const std::string& n, const py::handle& v) { o.layers = as<int64_t>(n, v); }},
       {"feedforward", [](train_options& o, const std::string& n, const py::handle& v) { o.feedforward = as<int64_t>(n, v); }},
       {"norm_first", [](train_options& o, const std::string& n, const py::handle& v) { o.norm_first = as<bool>(n, v); }},
+      {"adaptive_softmax", [](train_options& o, const std::string& n, const py::handle& v) { o.adaptive_softmax = as<std::vector<int64_t>>(n, v); }},
       {"pool", [](train_options& o, const std::string& n, const py::handle& v) { o.pool = parse_pooling(as<std::string>(n, v)); }},
       {"hidden", [](train_options& o, const std::string& n, const py::handle& v) { o.hidden = as<int64_t>(n, v); }},
       {"dropout", [](train_options& o, const std::string& n, const py::handle& v) { o.dropout = as<double>(n, v); }},
@@ -226,7 +228,7 @@ train_options's names: valid, learn_embeddings, finetune_embeddings, min_count, 
 heads, dim, layers, feedforward, norm_first, pool, hidden, dropout, window, shards, epochs,
 patience, lr, batch, seed, weight_decay, clip, warmup, mask_share, max_length, max_outputs, group_by_length,
 checkpoint, checkpoint_steps, resume, vocab, context, max_tokens, time ('30m' or seconds),
-eval_steps; an option not given takes the task's default, as on the command line, so the same
+eval_steps, adaptive_softmax (a list of cuts, e.g. [2000, 6000]); an option not given takes the task's default, as on the command line, so the same
 options and seed give the file attn train writes. callback(event): called with a dict for every
 step ({'kind': 'step', 'loss', 'lr', 'tokens_per_second', 'eta_seconds', ...}), epoch ('epoch':
 'loss', 'accuracy', 'eval_loss', ...) and held-out score ('eval'); without one, progress=True

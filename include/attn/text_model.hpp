@@ -68,6 +68,9 @@ struct text_model_config {
   int64_t max_positions = 0;        // learned positional embeddings (0: none)
   int64_t window = 0;               // tokens per word window before the attention (0: none)
   double dropout = 0;               // used while training only
+  // lm and masked-word: the adaptive softmax's cuts over the output words (most frequent
+  // first; docs/LM.md); empty: the full softmax.
+  std::vector<int64_t> output_cutoffs;
 };
 
 struct scored_label {

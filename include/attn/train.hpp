@@ -95,6 +95,10 @@ struct train_options {
   // masked-word and lm: the tied output's three products (most of a step's multiply-adds) on
   // bf16 operands, float32 sums; the rest of the step float32.
   train_dtype dtype = train_dtype::float32;
+  // masked-word and lm: the adaptive softmax (docs/LM.md): cuts over the output words, most
+  // frequent first — the head's size, then each cluster's end but the last, which the output
+  // words close (lm: before <unk> and <eos>, which stay in the head). Empty: the full softmax.
+  std::vector<int64_t> adaptive_softmax;
 };
 
 struct data_summary {
@@ -188,7 +192,7 @@ text_task parse_task(const std::string& name, const std::string& option = "task"
 double parse_duration(const std::string& text, const std::string& option = "time");
 
 // The options only the streamed tasks take (max_tokens, time, eval_steps, resume,
-// stop_after_steps: masked-word and lm), refused for the others with a usage error that names
+// stop_after_steps, dtype, adaptive_softmax: masked-word and lm), refused for the others with a usage error that names
 // them as the caller spells them: the CLI's flags ("--max-tokens, --time and --eval-steps are for
 // --task masked-word and lm") or attn.train's keywords ("max_tokens, time and eval_steps are for
 // task='masked-word' and 'lm'").

@@ -126,6 +126,13 @@ const std::vector<float>& causal_decoder::step(int64_t id) {
   matvec(normed_.data(), net_.w1.value.data(), net_.b1.value.data(), hidden_.data(), e,
                  s.hidden);
   matvec(hidden_.data(), output_table_.data(), net_.b2.value.data(), logits_.data(), s.hidden, s.classes);
+  if (net_.adaptive()) {  // scores → each class's log-probability, a softmax of the same distribution
+    const adaptive_cuts cuts = net_.cuts();
+    token_scores_.resize(static_cast<size_t>(cuts.clusters()));
+    matvec(hidden_.data(), net_.token_weight.value.data(), net_.token_bias.value.data(),
+           token_scores_.data(), s.hidden, cuts.clusters());
+    adaptive_log_probabilities(logits_.data(), token_scores_.data(), int64_t{1}, cuts);
+  }
   ++length_;
   return logits_;
 }

@@ -33,7 +33,8 @@ class causal_decoder {
   int64_t length_ = 0;
   // One token's working rows.
   std::vector<float> x_, normed_, q_, k_, v_, merged_, attended_, hidden_, pre_, scores_, mean_, rstd_;
-  std::vector<float> logits_;
+  std::vector<float> logits_;                   // (the adaptive softmax: log-probabilities)
+  std::vector<float> token_scores_;             // the adaptive softmax's cluster tokens [K]
 };
 
 }  // namespace attn::nn

@@ -102,8 +102,9 @@ encoder_block_grads<T> encoder_parameters<T>::grads() {
 }
 
 template <class T>
-network<T>::network(const network_shape& s, std::vector<int64_t> output_rows)
-    : shape_(s), output_rows_(std::move(output_rows)) {
+network<T>::network(const network_shape& s, std::vector<int64_t> output_rows,
+                    std::vector<int64_t> output_cutoffs)
+    : shape_(s), output_rows_(std::move(output_rows)), output_cutoffs_(std::move(output_cutoffs)) {
   const int64_t e = s.width, in = s.embed;
   embedding = make<T>("embedding.weight", {s.vocabulary, in}, false);
   embedding.trainable = s.train_embeddings;
@@ -136,6 +137,10 @@ network<T>::network(const network_shape& s, std::vector<int64_t> output_rows)
     w1 = make<T>("output.transform.weight", {s.hidden, s.pooled()}, true);
     b1 = make<T>("output.transform.bias", {s.hidden}, false);
     b2 = make<T>("output.bias", {s.classes}, false);
+    // The adaptive softmax's cluster tokens: output rows, without decay as the table's rows
+    const int64_t tokens = adaptive() ? static_cast<int64_t>(output_cutoffs_.size()) - 1 : 0;
+    token_weight = make<T>("output.clusters.weight", {tokens, s.hidden}, false);
+    token_bias = make<T>("output.clusters.bias", {tokens}, false);
     return;
   }
   w1 = make<T>("head.0.weight", {s.hidden, s.pooled()}, true);
@@ -174,6 +179,10 @@ std::vector<parameter<T>*> network<T>::parameters() {
   if (shape_.pool == pool_kind::attention) all.push_back(&pool_query);
   for (parameter<T>* p : {&w1, &b1, &w2, &b2})
     if (p != &w2 || !shape_.tied_output) all.push_back(p);
+  if (adaptive()) {
+    all.push_back(&token_weight);
+    all.push_back(&token_bias);
+  }
   return all;
 }
 
@@ -313,6 +322,7 @@ T network<T>::forward(const batch& b, network_cache<T>& c, uint64_t dropout_seed
     c.output_table.resize(static_cast<size_t>(s.classes * s.embed));
     embedding_forward(output_rows_.data(), embedding.value.data(), s.vocabulary,
                       new_words.value.data(), c.output_table.data(), s.classes, s.embed);
+    if (adaptive()) return adaptive_forward(b, c, dropout_seed != 0);
     linear_forward(c.hidden.data(), c.output_table.data(), b2.value.data(), c.logits.data(), rows,
                    s.hidden, s.classes, output_bf16_);
   } else {
@@ -334,14 +344,18 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
   const int64_t p = s.pooled();
   // loss = cross_entropy(logits, targets)
   std::vector<T>& dlogits = c.dlogits;  // every entry written below
-  dlogits.resize(c.logits.size());
-  // (b2's gradient, Σ dlogits over rows, is summed there, while each row is in cache)
-  cross_entropy_backward(c.logits.data(), b.targets.data(), dlogits.data(), rows, s.classes, T(1),
-                         c.row_lse.size() == static_cast<size_t>(rows) ? c.row_lse.data() : nullptr,
-                         b2.grad.data());
+  if (!adaptive()) {
+    dlogits.resize(c.logits.size());
+    // (b2's gradient, Σ dlogits over rows, is summed there, while each row is in cache)
+    cross_entropy_backward(c.logits.data(), b.targets.data(), dlogits.data(), rows, s.classes, T(1),
+                           c.row_lse.size() == static_cast<size_t>(rows) ? c.row_lse.data() : nullptr,
+                           b2.grad.data());
+  }
   std::vector<T> dhidden(c.hidden.size(), T(0)), dpre;
   std::vector<int64_t> table_rows, new_rows;  // embedding rows given a gradient
-  if (s.tied_output) {
+  if (adaptive()) {
+    dpre = adaptive_backward(b, c, table_rows, new_rows);
+  } else if (s.tied_output) {
     // logits = hidden·Tᵀ + b2 with T = table[output_rows]: dT goes back to the rows it came from
     const bool rows_train = output_rows_train();  // frozen rows need no dT (a V×Ein product)
     std::vector<T>& dtable = c.dtable;
@@ -457,6 +471,61 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
   }
   embedding.touch(table_rows);
   new_words.touch(new_rows);
+}
+
+template <class T>
+T network<T>::adaptive_forward(const batch& b, network_cache<T>& c, bool training) const {
+  const network_shape& s = shape_;
+  const auto rows = static_cast<int64_t>(b.rows.size());
+  const adaptive_cuts cuts = this->cuts();
+  const bool targets = b.targets.size() == b.rows.size();
+  // (training leaves logits as they were: resizing them back for each held-out pass would zero
+  // R × C floats, 268 MB at a 16k vocabulary, every time)
+  c.row_lse.clear();
+  if (!training) {  // every class's log-probability: predict, eval, the held-out scores
+    c.logits.resize(static_cast<size_t>(rows * s.classes));
+    c.token_scores.resize(static_cast<size_t>(rows * cuts.clusters()));
+    linear_forward(c.hidden.data(), c.output_table.data(), b2.value.data(), c.logits.data(), rows,
+                   s.hidden, s.classes);
+    linear_forward(c.hidden.data(), token_weight.value.data(), token_bias.value.data(),
+                   c.token_scores.data(), rows, s.hidden, cuts.clusters());
+    adaptive_log_probabilities(c.logits.data(), c.token_scores.data(), rows, cuts);
+  }
+  if (!targets) {
+    c.adaptive.head_targets.clear();
+    return T(0);
+  }
+  return adaptive_output_forward(c.hidden.data(), c.output_table.data(), b2.value.data(),
+                                 token_weight.value.data(), token_bias.value.data(), b.targets.data(),
+                                 rows, s.hidden, cuts, c.adaptive, output_bf16_);
+}
+
+template <class T>
+std::vector<T> network<T>::adaptive_backward(const batch& b, const network_cache<T>& c,
+                                             std::vector<int64_t>& table_rows,
+                                             std::vector<int64_t>& new_rows) {
+  const network_shape& s = shape_;
+  const auto rows = static_cast<int64_t>(b.rows.size());
+  std::vector<T> dhidden(c.hidden.size(), T(0));
+  if (c.adaptive.head_targets.size() != static_cast<size_t>(rows)) return dhidden;  // no loss
+  // As the full softmax's tied output: dT goes back to the embedding rows it came from
+  const bool rows_train = output_rows_train();
+  std::vector<T>& dtable = c.dtable;
+  dtable.assign(rows_train ? c.output_table.size() : 0, T(0));
+  adaptive_output_backward(c.hidden.data(), c.output_table.data(), token_weight.value.data(), c.adaptive,
+                           rows, s.hidden, cuts(), dhidden.data(), rows_train ? dtable.data() : nullptr,
+                           b2.grad.data(), token_weight.grad.data(), token_bias.grad.data(),
+                           output_bf16_);
+  if (rows_train) {
+    embedding_backward(output_rows_.data(), dtable.data(),
+                       embedding.trainable ? embedding.grad.data() : nullptr, s.vocabulary,
+                       s.new_words > 0 ? new_words.grad.data() : nullptr, s.classes, s.embed);
+    for (int64_t id : output_rows_) {
+      if (id >= s.vocabulary) new_rows.push_back(id - s.vocabulary);
+      else if (embedding.trainable) table_rows.push_back(id);
+    }
+  }
+  return dhidden;  // hidden = pre
 }
 
 template struct parameter<float>;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "attn/tensor.hpp"
+#include "nn/adaptive_output.hpp"
 #include "nn/encoder_block.hpp"
 #include "nn/mean_pool.hpp"
 #include "nn/self_attention_layer.hpp"
@@ -118,7 +119,11 @@ struct network_cache {
   std::vector<T> drop_x, drop_pooled;  // dropout masks (empty: no dropout)
   std::vector<T> pre, hidden;       // the MLP's hidden layer before and after ReLU [R, hidden]
   std::vector<T> output_table;      // tied output: the output words' embedding rows [C, Ein]
-  std::vector<T> logits;            // [R, C]
+  std::vector<T> logits;            // [R, C]; the adaptive softmax: each class's log-probability,
+                                    // filled when evaluating only (training scores its pieces and
+                                    // leaves it as it was)
+  adaptive_output_cache<T> adaptive;  // the adaptive softmax's pieces (backward's input)
+  std::vector<T> token_scores;      // the adaptive softmax's cluster tokens [R, K] (evaluating)
   std::vector<T> row_lse;           // each row's log-sum-exp [R] (the loss's, for backward)
   // Backward's scratch for the output's gradients, its largest arrays ([R, C] and [C, Ein]: 268 MB
   // a step for a 16k-word language model), kept so that each step reuses the memory instead of
@@ -134,8 +139,11 @@ struct network_cache {
 template <class T>
 class network {
  public:
-  // Every parameter zero. output_rows: with tied_output, each class's embedding row [C].
-  explicit network(const network_shape& shape, std::vector<int64_t> output_rows = {});
+  // Every parameter zero. output_rows: with tied_output, each class's embedding row [C];
+  // output_cutoffs: with tied_output, the adaptive softmax's cuts c₀ < … < cₙ ≤ C over the classes
+  // (most frequent first; adaptive_output.hpp), or none for the full softmax.
+  explicit network(const network_shape& shape, std::vector<int64_t> output_rows = {},
+                   std::vector<int64_t> output_cutoffs = {});
 
   const network_shape& shape() const { return shape_; }
   // The tied output's three products (the logits, and their gradients for the hidden rows and
@@ -144,6 +152,9 @@ class network {
   void set_output_bf16(bool on) { output_bf16_ = on; }
   // Tied output: each class's embedding row.
   const std::vector<int64_t>& output_rows() const { return output_rows_; }
+  bool adaptive() const { return !output_cutoffs_.empty(); }
+  // The adaptive softmax's cuts (adaptive() only).
+  adaptive_cuts cuts() const { return {output_cutoffs_, shape_.classes}; }
   // Every parameter in a fixed order (the new words' and positional tables only when present).
   std::vector<parameter<T>*> parameters();
   std::vector<const parameter<T>*> parameters() const;
@@ -164,6 +175,7 @@ class network {
   parameter<T> pool_query;                      // attention pooling's u [E]
   parameter<T> w1, b1, w2, b2;                  // the MLP head (tied output: w1, b1 map to
                                                 // the embedding width, b2 is the words' bias)
+  parameter<T> token_weight, token_bias;        // the adaptive softmax's cluster tokens [K, Ein], [K]
 
  private:
   self_attention_shape attention_shape(const batch& b) const;
@@ -171,9 +183,14 @@ class network {
   word_window_shape window_shape(const batch& b) const;
   // Whether the tied output's gradient reaches a trainable embedding row.
   bool output_rows_train() const;
+  // The tied output as an adaptive softmax: forward from cache.hidden and cache.output_table (each
+  // class's log-probability in cache.logits unless training), backward to hidden's gradient.
+  T adaptive_forward(const batch& b, network_cache<T>& cache, bool training) const;
+  std::vector<T> adaptive_backward(const batch& b, const network_cache<T>& cache,
+                                   std::vector<int64_t>& table_rows, std::vector<int64_t>& new_rows);
 
   network_shape shape_;
-  std::vector<int64_t> output_rows_;
+  std::vector<int64_t> output_rows_, output_cutoffs_;
   bool output_bf16_ = false;
 };
 

@@ -18,6 +18,7 @@
 #include "train/corpus_trainer.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -198,6 +199,21 @@ vocabulary make_lm_vocabulary(const train_options& o, const survey& s) {
   v.new_words = frozen ? v.inputs.size() - table : 0;
   v.outputs = v.inputs;
   return v;
+}
+
+// --adaptive-softmax's cuts, closed by the output words' end (lm: by <unk> and <eos>, the last two
+// outputs, which then stay in the head: <unk> is among the most frequent tokens of a corpus).
+std::vector<int64_t> adaptive_cutoffs(const train_options& o, int64_t outputs) {
+  if (o.adaptive_softmax.empty()) return {};
+  std::vector<int64_t> cuts = o.adaptive_softmax;
+  const int64_t end = is_lm(o) ? outputs - 2 : outputs;
+  for (size_t i = 0; i < cuts.size(); ++i)
+    if (cuts[i] < 1 || cuts[i] >= end || (i > 0 && cuts[i] <= cuts[i - 1]))
+      throw_usage(fmt::format("--adaptive-softmax {}: the cuts must rise and stay below the {} output "
+                              "words{}", fmt::join(o.adaptive_softmax, ","), end,
+                              is_lm(o) ? " (the vocabulary, <unk> and <eos> aside)" : ""));
+  cuts.push_back(end);
+  return cuts;
 }
 
 // lm: a chunk's (or the held-out text's) paragraphs as one stream, cut into windows.
@@ -519,6 +535,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   vocabulary vocab = lm ? make_lm_vocabulary(o, s) : make_vocabulary(o, s);
   if (vocab.outputs.size() == 0) throw_input(o.data, "no word of the corpus has an embedding (nothing to predict)");
   c.new_words = vocab.new_words;
+  c.output_cutoffs = adaptive_cutoffs(o, vocab.outputs.size());
   result.train.new_words = lm ? 0 : std::max<int64_t>(0, vocab.new_words - vocab.tuned - 1);  // the mask row aside
   result.train.tuned_words = vocab.tuned;
   // The training text, counted once from the survey.
@@ -598,6 +615,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
       {"feedforward", c.feedforward}, {"positions", c.max_positions}, {"new_words", c.new_words},
       {"inputs", model->inputs.size()}, {"outputs", model->outputs.size()}};
   if (c.norm_first) fingerprint_fields["norm_first"] = true;  // absent before pre-norm existed
+  if (!c.output_cutoffs.empty()) fingerprint_fields["adaptive_cutoffs"] = c.output_cutoffs;
   const std::string fingerprint =
       fingerprint_fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   const std::string format = checkpoint_format(o.task);
@@ -729,7 +747,8 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
         for (size_t k = first; k < end; ++k) group.push_back(lm ? &windows[k] : &masked[k - first]);
         // The step's gradient: the batch's, or its shards' summed in order (attn-mpi: each
         // process computes its own shards and they swap them).
-        const uint64_t dropout_seed = c.dropout > 0 ? (r.next() | 1) : 0;
+        // (nonzero also trains the adaptive softmax without scoring every class)
+        const uint64_t dropout_seed = c.dropout > 0 || !c.output_cutoffs.empty() ? (r.next() | 1) : 0;
         int64_t rows = 0;
         for (const masked_sequence* g : group) rows += static_cast<int64_t>(g->positions.size());
         const auto batch_of = [&](int64_t from, int64_t to) {

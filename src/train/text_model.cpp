@@ -62,7 +62,7 @@ std::vector<int64_t> output_rows(const text_model_config& c, const train::word_i
 }  // namespace
 
 text_model::impl::impl(text_model_config c, train::word_index in, train::word_index out)
-    : config(c), inputs(std::move(in)), outputs(std::move(out)), net(train::network_shape_for(c, inputs.size(), outputs.size()), output_rows(c, inputs, outputs)) {}
+    : config(c), inputs(std::move(in)), outputs(std::move(out)), net(train::network_shape_for(c, inputs.size(), outputs.size()), output_rows(c, inputs, outputs), c.output_cutoffs) {}
 
 text_model::text_model() = default;
 text_model::~text_model() = default;
@@ -99,6 +99,7 @@ std::string text_model::encode() const {
                            {"max_positions", c.max_positions},
                            {"window", c.window},
                            {"dropout", c.dropout}};
+  if (!c.output_cutoffs.empty()) config["adaptive_cutoffs"] = c.output_cutoffs;  // absent: full softmax
   file.metadata["format"] = model_format;
   file.metadata["config"] = config.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   file.metadata["outputs"] = nlohmann::json(m.outputs.words()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -174,6 +175,14 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
     if (pool != "mean" && pool != "max" && pool != "mean+max" && pool != "attention")
       f.fail("pool", fmt::format("is '{}', expected mean, max, mean+max or attention", pool));
     c.pool = parse_pooling(pool);
+    if (f.has(j, "adaptive_cutoffs")) {
+      const nlohmann::json& cuts = f.at(j, "adaptive_cutoffs");
+      if (!cuts.is_array()) f.fail("adaptive_cutoffs", "is not a list of integers");
+      for (const nlohmann::json& v : cuts) {
+        if (!v.is_number_integer()) f.fail("adaptive_cutoffs", "is not a list of integers");
+        c.output_cutoffs.push_back(v.get<int64_t>());
+      }
+    }
     const io::json_fields lists(source, "model metadata");
     outputs = lists.texts(lists.parse(meta("outputs"), "outputs"), "outputs");
     if (c.embeddings == embedding_source::stored)
@@ -200,6 +209,16 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
     f.range("dropout", c.dropout, 0, 1);
     f.range("new_words", d(c.new_words), d(new_words.size()), d(new_words.size()));
     if (outputs.empty()) throw_input(source, "bad model metadata: 'outputs' is empty");
+    if (!c.output_cutoffs.empty()) {  // c₀ < … < cₙ ≤ the output words, on a tied output
+      const auto& cuts = c.output_cutoffs;
+      if (c.task != text_task::lm && c.task != text_task::masked_word)
+        f.fail("adaptive_cutoffs", fmt::format("is set on a {} model (lm and masked-word only)", task_name(c.task)));
+      bool rising = true;
+      for (size_t i = 1; i < cuts.size(); ++i) rising = rising && cuts[i] > cuts[i - 1];
+      if (cuts.size() < 2 || !rising || cuts.front() < 1 || cuts.back() > static_cast<int64_t>(outputs.size()))
+        f.fail("adaptive_cutoffs", fmt::format("must rise from 1 to at most the {} output words, at "
+                                               "least two of them", outputs.size()));
+    }
   }
 
   std::optional<vectors> defaults;

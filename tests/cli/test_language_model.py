@@ -288,3 +288,51 @@ def test_heatmap_draws_every_layers_causal_heads(corpus, tmp_path):
     assert run_attn("heatmap", "--model", out, "--layer", "1", "--head", "2", "the cat", "-o", one).code == 0
     r = run_attn("heatmap", "--model", out, "--layer", "2", "the cat", "-o", tmp_path / "x.svg")
     assert r.code == 1 and "out of range" in one_error_line(r)
+
+
+def test_an_adaptive_softmax_learns_resumes_and_reads_as_one_distribution(corpus, tmp_path):
+    # --adaptive-softmax 5,15: a head of the 5 most frequent words (and <unk>, <eos>), clusters
+    # [5, 15) and [15, the vocabulary's end). It learns the template text as the full softmax
+    # does, the file records its cuts, predict and generate read one distribution, and a resumed
+    # run writes the uninterrupted file.
+    out, part = tmp_path / "adaptive.safetensors", tmp_path / "adaptive-part.safetensors"
+    r = train(corpus, out, "--adaptive-softmax", "5,15")
+    assert r.code == 0, r.err
+    perplexities = [float(l.split("perplexity")[1].split()[0]) for l in r.err.splitlines() if l.startswith("epoch ")]
+    assert perplexities[-1] < 10, perplexities
+    meta, t = tensors(out)
+    config = json.loads(meta["config"])
+    words = len(json.loads(meta["outputs"]))
+    assert config["adaptive_cutoffs"] == [5, 15, words - 2], config
+    assert len(t["output.clusters.weight"]) == 2 * 100 * 4 and len(t["output.clusters.bias"]) == 2 * 4
+    p = run_attn("predict", "--model", out, "--top", "1000", "the cat sat on")
+    assert p.code == 0, p.err
+    probabilities = [float(l.split()[-1]) for l in p.out.splitlines() if l.startswith("  ")]
+    assert len(probabilities) == words and abs(sum(probabilities) - 1) < 5e-3, p.out
+    greedy = [run_attn("generate", "--model", out, "--temperature", "0", "--max-words", "12", "the dog") for _ in range(2)]
+    assert greedy[0].code == 0 and greedy[0].out == greedy[1].out, greedy[0].err
+    e = run_attn("eval", "--model", out, "--data", corpus)
+    assert e.code == 0 and json.loads(e.out)["perplexity"] < 10, e.out + e.err
+    assert train(corpus, part, "--adaptive-softmax", "5,15", "--stop-after-steps", "7").code == 0
+    r = train(corpus, part, "--adaptive-softmax", "5,15", "--resume")
+    assert r.code == 0, r.err
+    assert tensors(out) == tensors(part)
+    # Cuts that do not rise, or reach past the vocabulary, or a task without a tied output: usage errors.
+    never = tmp_path / "never.safetensors"
+    for args in (["--adaptive-softmax", "15,5"], ["--adaptive-softmax", f"5,{words - 2}"], ["--adaptive-softmax", "0"]):
+        r = train(corpus, never, *args)
+        assert r.code == 1 and "--adaptive-softmax" in one_error_line(r), (args, r.err)
+        assert not never.exists()
+    r = run_attn("train", "--task", "next-word", "--data", TOY, "--adaptive-softmax", "2", "-o", never)
+    assert r.code == 1 and "--adaptive-softmax" in one_error_line(r), r.err
+    # A model file whose cuts are out of order: an input error naming the field.
+    b = out.read_bytes()
+    n = struct.unpack("<Q", b[:8])[0]
+    head = json.loads(b[8:8 + n])
+    config["adaptive_cutoffs"] = [15, 5, words - 2]
+    head["__metadata__"]["config"] = json.dumps(config)
+    text = json.dumps(head).encode()
+    bad = tmp_path / "bad-cuts.safetensors"
+    bad.write_bytes(struct.pack("<Q", len(text)) + text + b[8 + n:])
+    r = run_attn("eval", "--model", bad, "--data", corpus)
+    assert r.code == 2 and "adaptive_cutoffs" in one_error_line(r), r.err

@@ -53,6 +53,15 @@ def test_a_language_model_takes_the_tasks_defaults_as_the_cli_does(corpus, tmp_p
     assert scores and all(e["step"] % 5 == 0 and e["loss"] > 0 for e in scores)
 
 
+def test_an_adaptive_softmax_is_the_clis(corpus, tmp_path):
+    options = dict(layers=1, context=16, batch=8, epochs=1, seed=1, adaptive_softmax=[3, 8], progress=False)
+    model = attn.train(corpus, task="lm", output=tmp_path / "py.safetensors", **options)
+    cli("train", "--task", "lm", "--data", corpus, "--layers", 1, "--context", 16, "--batch", 8, "--epochs", 1,
+        "--seed", 1, "--adaptive-softmax", "3,8", "-o", tmp_path / "cli.safetensors")
+    assert (tmp_path / "py.safetensors").read_bytes() == (tmp_path / "cli.safetensors").read_bytes()
+    assert model.generate("the", max_words=4, temperature=0).strip()  # the continuation
+
+
 def test_masked_word_group_by_length_and_max_tokens_are_the_clis(tmp_path):
     words = "the cat dog bird sat ran on near by mat road barn garden".split()
     lines = [" ".join(words[(i * 5 + j) % len(words)] for j in range(3 + i % 10)) + " ." for i in range(400)]
@@ -94,6 +103,8 @@ def test_a_stop_keeps_the_checkpoint_and_resume_gives_the_uninterrupted_file(cor
     (dict(task="classify", resume=True), attn.UsageError, "resume is for task='masked-word' and 'lm'"),
     (dict(task="classify", dtype="bf16"), attn.UsageError, "dtype='bf16' is for task='masked-word' and 'lm'"),
     (dict(task="lm", dtype="float16"), attn.UsageError, "dtype='float16': expected 'float32' or 'bf16'"),
+    (dict(task="classify", adaptive_softmax=[2]), attn.UsageError, "adaptive_softmax is for task='masked-word' and 'lm'"),
+    (dict(task="lm", adaptive_softmax="2,5"), attn.UsageError, "option adaptive_softmax takes a list of integers"),
     (dict(learn_embeddings=8, vectors="v.txt"), attn.UsageError, "exclude each other"),
     (dict(task="lm", resume=True), attn.InputError, "no checkpoint to resume from"),
 ])

@@ -1,0 +1,248 @@
+// The adaptive softmax on the tied output (nn/adaptive_output.hpp): its probabilities against a
+// direct double computation of p_head · p_cluster, its gradients against finite differences
+// (the whole language model in double), float32 against float64 on awkward shapes, and the
+// decoder's cached log-probabilities against the network's forward.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "gradient_check.hpp"
+#include "nn/adaptive_output.hpp"
+#include "nn/causal_decoder.hpp"
+#include "nn/network.hpp"
+#include "train/lm_stream.hpp"
+#include "train/masking.hpp"
+
+namespace {
+
+using attn::nn::adaptive_cuts;
+using attn::nn::network;
+using attn::nn::network_shape;
+
+network_shape lm_shape(int64_t layers, int64_t heads, int64_t width, int64_t positions, int64_t words,
+                       bool train_table = true) {
+  return {.vocabulary = words, .new_words = 0, .embed = width, .width = width, .heads = heads,
+          .layers = layers, .feedforward = 2 * width + 3, .norm_first = true,
+          .pool = attn::nn::pool_kind::token, .hidden = width, .classes = words,
+          .positions = positions, .causal = true, .train_embeddings = train_table, .dropout = 0.1,
+          .tied_output = true};
+}
+
+std::vector<int64_t> identity_rows(int64_t n) {
+  std::vector<int64_t> rows(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) rows[static_cast<size_t>(i)] = i;
+  return rows;
+}
+
+template <class T>
+void randomise(network<T>& net, std::mt19937& rng, double scale) {
+  std::normal_distribution<double> normal(0.0, scale);
+  for (auto* p : net.parameters())
+    for (T& x : p->value) x = static_cast<T>(normal(rng));
+}
+
+attn::nn::batch stream_batch(int64_t words, int64_t tokens, int64_t context, std::mt19937& rng,
+                             std::vector<attn::train::masked_sequence>& windows) {
+  std::vector<int64_t> stream;
+  std::uniform_int_distribution<int64_t> id(0, words - 1);
+  for (int64_t i = 0; i < tokens; ++i) stream.push_back(id(rng));
+  windows = attn::train::next_token_windows(stream, context);
+  std::vector<const attn::train::masked_sequence*> group;
+  for (const auto& w : windows) group.push_back(&w);
+  return attn::train::make_masked_batch(group);
+}
+
+TEST(adaptive_output, places_classes_in_the_head_or_their_cluster) {
+  const adaptive_cuts cuts{{3, 7, 11}, 13};  // head: 0 1 2, 11 12, tokens of [3, 7) and [7, 11)
+  EXPECT_EQ(cuts.clusters(), 2);
+  EXPECT_EQ(cuts.head(), 3 + 2 + 2);
+  const std::vector<std::tuple<int64_t, int64_t, int64_t>> want{
+      {0, -1, 0}, {2, -1, 2}, {3, 0, 5}, {6, 0, 5}, {7, 1, 6}, {10, 1, 6}, {11, -1, 3}, {12, -1, 4}};
+  for (const auto& [c, cluster, head] : want) {
+    EXPECT_EQ(cuts.cluster_of(c), cluster) << c;
+    EXPECT_EQ(cuts.head_index(c), head) << c;
+  }
+}
+
+// Each class's log-probability (what predict, eval and generation read) against p_head · p_cluster
+// computed directly in double from the same scores, and the training loss against −log p(target).
+TEST(adaptive_output, log_probabilities_are_head_times_cluster_and_the_loss_matches) {
+  for (const auto& cut_list : {std::vector<int64_t>{4, 9, 15}, std::vector<int64_t>{1, 2, 17}, std::vector<int64_t>{16, 17}}) {
+    const int64_t classes = 17, width = 7, rows = 65;
+    const adaptive_cuts cuts{cut_list, classes};
+    const int64_t k_count = cuts.clusters();
+    std::mt19937 rng(static_cast<unsigned>(cut_list.front()));
+    const auto hidden = attn::testing::random_values(static_cast<size_t>(rows * width), rng);
+    const auto table = attn::testing::random_values(static_cast<size_t>(classes * width), rng, 0.5);
+    const auto bias = attn::testing::random_values(static_cast<size_t>(classes), rng);
+    const auto tokens = attn::testing::random_values(static_cast<size_t>(k_count * width), rng, 0.5);
+    const auto token_bias = attn::testing::random_values(static_cast<size_t>(k_count), rng);
+    std::vector<int64_t> targets(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) targets[static_cast<size_t>(r)] = (r * 5 + 3) % classes;
+    const auto dot = [&](const double* a, const double* b) {
+      double s = 0;
+      for (int64_t j = 0; j < width; ++j) s += a[j] * b[j];
+      return s;
+    };
+    std::vector<double> scores(static_cast<size_t>(rows * classes)), token_scores(static_cast<size_t>(rows * k_count));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < classes; ++c)
+        scores[static_cast<size_t>(r * classes + c)] = dot(&hidden[static_cast<size_t>(r * width)], &table[static_cast<size_t>(c * width)]) + bias[static_cast<size_t>(c)];
+      for (int64_t k = 0; k < k_count; ++k)
+        token_scores[static_cast<size_t>(r * k_count + k)] = dot(&hidden[static_cast<size_t>(r * width)], &tokens[static_cast<size_t>(k * width)]) + token_bias[static_cast<size_t>(k)];
+    }
+    std::vector<double> log_p = scores;
+    attn::nn::adaptive_log_probabilities(log_p.data(), token_scores.data(), rows, cuts);
+    double expected_loss = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const double* z = &scores[static_cast<size_t>(r * classes)];
+      const double* t = &token_scores[static_cast<size_t>(r * k_count)];
+      double head_sum = 0;  // the head: classes before the first cut and after the last, the tokens
+      for (int64_t c = 0; c < classes; ++c)
+        if (c < cut_list.front() || c >= cut_list.back()) head_sum += std::exp(z[c]);
+      for (int64_t k = 0; k < k_count; ++k) head_sum += std::exp(t[k]);
+      double total = 0;
+      for (int64_t c = 0; c < classes; ++c) {
+        double p;
+        if (c < cut_list.front() || c >= cut_list.back()) {
+          p = std::exp(z[c]) / head_sum;
+        } else {
+          const int64_t k = std::upper_bound(cut_list.begin(), cut_list.end(), c) - cut_list.begin() - 1;
+          double cluster_sum = 0;
+          for (int64_t j = cut_list[static_cast<size_t>(k)]; j < cut_list[static_cast<size_t>(k + 1)]; ++j) cluster_sum += std::exp(z[j]);
+          p = std::exp(t[k]) / head_sum * std::exp(z[c]) / cluster_sum;
+        }
+        total += p;
+        ASSERT_NEAR(log_p[static_cast<size_t>(r * classes + c)], std::log(p), 1e-12) << "row " << r << " class " << c;
+      }
+      EXPECT_NEAR(total, 1.0, 1e-12);
+      expected_loss -= log_p[static_cast<size_t>(r * classes + targets[static_cast<size_t>(r)])];
+    }
+    attn::nn::adaptive_output_cache<double> cache;
+    const double loss = attn::nn::adaptive_output_forward(hidden.data(), table.data(), bias.data(), tokens.data(),
+                                                          token_bias.data(), targets.data(), rows, width, cuts, cache);
+    EXPECT_NEAR(loss, expected_loss / static_cast<double>(rows), 1e-12);
+    // float32's vectorised exponential: the same distribution to float precision
+    std::vector<float> log_p32(scores.begin(), scores.end()), token32(token_scores.begin(), token_scores.end());
+    attn::nn::adaptive_log_probabilities(log_p32.data(), token32.data(), rows, cuts);
+    for (size_t i = 0; i < log_p.size(); ++i) ASSERT_NEAR(log_p32[i], log_p[i], 2e-5 * std::max(1.0, std::fabs(log_p[i])));
+  }
+}
+
+// The whole language model with an adaptive output, in double, against finite differences: the
+// cluster tokens, the table rows (head and clusters), the biases and every layer.
+TEST(adaptive_output, language_model_gradients_match_finite_differences) {
+  for (const bool train_table : {true, false}) {
+    network_shape s = lm_shape(1, 2, 6, 7, 13, train_table);
+    std::mt19937 rng(train_table ? 31 : 32);
+    network<double> net(s, identity_rows(13), {3, 7, 11});
+    randomise(net, rng, 0.5);
+    std::vector<attn::train::masked_sequence> windows;
+    const attn::nn::batch b = stream_batch(13, 20, 7, rng, windows);
+    attn::nn::network_cache<double> cache;
+    net.zero_grad();
+    net.forward(b, cache, 0x5eedULL);
+    net.backward(b, cache);
+    const auto loss = [&] {
+      attn::nn::network_cache<double> c;
+      return net.forward(b, c, 0x5eedULL);
+    };
+    for (auto* p : net.parameters()) {
+      if (!p->trainable) {
+        for (double g : p->grad) ASSERT_EQ(g, 0.0) << p->name << " is frozen";
+        continue;
+      }
+      attn::testing::expect_gradient(p->value, p->grad, loss, p->name, 150);
+    }
+    // evaluating (no seed, no dropout) gives each class's log-probability and the same loss as −log p
+    attn::nn::network_cache<double> eval;
+    const double eval_loss = net.forward(b, eval);
+    double sum = 0;
+    for (size_t r = 0; r < b.rows.size(); ++r) sum -= eval.logits[r * 13 + static_cast<size_t>(b.targets[r])];
+    EXPECT_NEAR(eval_loss, sum / static_cast<double>(b.rows.size()), 1e-12);
+  }
+}
+
+// float32 training gradients against float64 on awkward shapes (rows and clusters that straddle
+// the kernels' tiles; a cluster that no target reaches), as the full softmax's test.
+TEST(adaptive_output, float32_gradients_match_float64) {
+  for (const auto& [width, heads, words, cut_list] :
+       {std::tuple{20, 4, 61, std::vector<int64_t>{7, 30, 59}}, std::tuple{24, 3, 130, std::vector<int64_t>{63, 65, 129}},
+        std::tuple{100, 4, 300, std::vector<int64_t>{1, 100, 298}}}) {
+    const network_shape s = lm_shape(2, heads, width, 130, words);
+    std::mt19937 rng(static_cast<unsigned>(width));
+    network<double> reference(s, identity_rows(words), cut_list);
+    network<float> net(s, identity_rows(words), cut_list);
+    std::normal_distribution<double> normal(0.0, 0.3);
+    auto params = net.parameters();
+    auto ref_params = reference.parameters();
+    for (size_t i = 0; i < params.size(); ++i)
+      for (size_t j = 0; j < params[i]->value.size(); ++j) {
+        params[i]->value[j] = static_cast<float>(normal(rng));
+        ref_params[i]->value[j] = params[i]->value[j];
+      }
+    std::vector<attn::train::masked_sequence> windows;
+    const attn::nn::batch b = stream_batch(words, 300, width == 100 ? 128 : 37, rng, windows);
+    attn::nn::network_cache<float> c32;
+    attn::nn::network_cache<double> c64;
+    net.zero_grad();
+    reference.zero_grad();
+    const float loss32 = net.forward(b, c32, 0x5eedULL);
+    const double loss64 = reference.forward(b, c64, 0x5eedULL);
+    EXPECT_NEAR(loss32, loss64, 1e-5 * std::fabs(loss64));
+    net.backward(b, c32);
+    reference.backward(b, c64);
+    double all = 0;
+    for (const auto* p : ref_params)
+      for (double g : p->grad) all += g * g;
+    for (size_t i = 0; i < params.size(); ++i) {
+      double diff = 0, norm = 0;
+      for (size_t j = 0; j < params[i]->grad.size(); ++j) {
+        const double want = ref_params[i]->grad[j];
+        diff += (params[i]->grad[j] - want) * (params[i]->grad[j] - want);
+        norm += want * want;
+      }
+      EXPECT_GT(norm, 0.0) << params[i]->name;
+      const double relative = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-3 * std::sqrt(all));
+      EXPECT_LT(relative, 2e-4) << params[i]->name << " (width " << width << "): relative L2 error " << relative;
+    }
+  }
+}
+
+// Generation reads the same distribution: the decoder's log-probabilities at each step against
+// the network's forward over the whole prefix.
+TEST(adaptive_output, cached_generation_gives_the_forward_log_probabilities) {
+  const int64_t words = 65, positions = 33;
+  network<float> net(lm_shape(2, 3, 12, positions, words), identity_rows(words), {5, 20, 63});
+  std::mt19937 rng(41);
+  randomise(net, rng, 0.3);
+  std::uniform_int_distribution<int64_t> id(0, words - 1);
+  std::vector<int64_t> tokens(static_cast<size_t>(positions));
+  for (int64_t& t : tokens) t = id(rng);
+  attn::nn::causal_decoder decoder(net);
+  attn::nn::network_cache<float> cache;
+  for (int64_t n = 1; n <= positions; ++n) {
+    const std::vector<float> cached = decoder.step(tokens[static_cast<size_t>(n - 1)]);
+    attn::nn::batch b;
+    b.size = 1;
+    b.length = n;
+    b.ids.assign(tokens.begin(), tokens.begin() + n);
+    b.lengths = {n};
+    b.rows = {{0, n}};
+    net.forward(b, cache);
+    ASSERT_EQ(cache.logits.size(), static_cast<size_t>(words));
+    double total = 0;
+    for (int64_t c = 0; c < words; ++c) {
+      ASSERT_NEAR(cached[static_cast<size_t>(c)], cache.logits[static_cast<size_t>(c)], 2e-5f * std::max(1.0f, std::fabs(cache.logits[static_cast<size_t>(c)])))
+          << "length " << n << " class " << c;
+      total += std::exp(static_cast<double>(cached[static_cast<size_t>(c)]));
+    }
+    EXPECT_NEAR(total, 1.0, 1e-4);
+  }
+}
+
+}  // namespace
