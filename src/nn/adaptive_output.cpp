@@ -128,11 +128,9 @@ T adaptive_output_forward(const T* hidden, const T* table, const T* bias, const 
 }
 
 template <class T>
-void adaptive_output_backward(const T* hidden, const T* table, const T* token_weight,
-                              const adaptive_output_cache<T>& c, int64_t rows, int64_t width,
-                              const adaptive_cuts& cuts, T* dhidden, T* dtable, T* dbias,
-                              T* dtoken_weight, T* dtoken_bias, bool bf16) {
-  (void)token_weight;  // the head's rows were gathered by forward (cache.head_table)
+void adaptive_output_backward(const T* hidden, const T* table, const adaptive_output_cache<T>& c,
+                              int64_t rows, int64_t width, const adaptive_cuts& cuts, T* dhidden,
+                              T* dtable, T* dbias, T* dtoken_weight, T* dtoken_bias, bool bf16) {
   const int64_t h = cuts.head();
   // The head: every row, its target's entry (a head class or its cluster's token)
   c.dhead.resize(static_cast<size_t>(rows * h));
@@ -200,13 +198,12 @@ template float adaptive_output_forward(const float*, const float*, const float*,
 template double adaptive_output_forward(const double*, const double*, const double*, const double*,
                                         const double*, const int64_t*, int64_t, int64_t,
                                         const adaptive_cuts&, adaptive_output_cache<double>&, bool);
-template void adaptive_output_backward(const float*, const float*, const float*,
-                                       const adaptive_output_cache<float>&, int64_t, int64_t,
-                                       const adaptive_cuts&, float*, float*, float*, float*, float*, bool);
-template void adaptive_output_backward(const double*, const double*, const double*,
-                                       const adaptive_output_cache<double>&, int64_t, int64_t,
-                                       const adaptive_cuts&, double*, double*, double*, double*, double*,
-                                       bool);
+template void adaptive_output_backward(const float*, const float*, const adaptive_output_cache<float>&,
+                                       int64_t, int64_t, const adaptive_cuts&, float*, float*, float*,
+                                       float*, float*, bool);
+template void adaptive_output_backward(const double*, const double*, const adaptive_output_cache<double>&,
+                                       int64_t, int64_t, const adaptive_cuts&, double*, double*, double*,
+                                       double*, double*, bool);
 template void adaptive_log_probabilities(float*, const float*, int64_t, const adaptive_cuts&);
 template void adaptive_log_probabilities(double*, const double*, int64_t, const adaptive_cuts&);
 

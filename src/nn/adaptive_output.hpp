@@ -52,10 +52,11 @@ T adaptive_output_forward(const T* hidden, const T* table, const T* bias, const 
                           const adaptive_cuts& cuts, adaptive_output_cache<T>& cache, bool bf16 = false);
 
 // Adds the gradients of forward's loss: dhidden [R, E], dtable [C, E] (null: frozen rows), dbias
-// [C], dtoken_weight [K, E], dtoken_bias [K].
+// [C], dtoken_weight [K, E], dtoken_bias [K]. (The head's rows, token vectors included, are the
+// ones forward gathered into the cache.)
 template <class T>
-void adaptive_output_backward(const T* hidden, const T* table, const T* token_weight,
-                              const adaptive_output_cache<T>& cache, int64_t rows, int64_t width,
+void adaptive_output_backward(const T* hidden, const T* table, const adaptive_output_cache<T>& cache,
+                              int64_t rows, int64_t width,
                               const adaptive_cuts& cuts, T* dhidden, T* dtable, T* dbias,
                               T* dtoken_weight, T* dtoken_bias, bool bf16 = false);
 

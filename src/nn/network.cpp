@@ -512,8 +512,8 @@ std::vector<T> network<T>::adaptive_backward(const batch& b, const network_cache
   const bool rows_train = output_rows_train();
   std::vector<T>& dtable = c.dtable;
   dtable.assign(rows_train ? c.output_table.size() : 0, T(0));
-  adaptive_output_backward(c.hidden.data(), c.output_table.data(), token_weight.value.data(), c.adaptive,
-                           rows, s.hidden, cuts(), dhidden.data(), rows_train ? dtable.data() : nullptr,
+  adaptive_output_backward(c.hidden.data(), c.output_table.data(), c.adaptive, rows, s.hidden, cuts(),
+                           dhidden.data(), rows_train ? dtable.data() : nullptr,
                            b2.grad.data(), token_weight.grad.data(), token_bias.grad.data(),
                            output_bf16_);
   if (rows_train) {

@@ -107,7 +107,8 @@ def test_an_xz_corpus_gives_the_plain_files_model(corpus, model, tmp_path):
     assert tensors(out) == tensors(model[0])
 
 
-def test_the_model_is_the_same_on_one_thread_or_two(tmp_path):
+@pytest.mark.parametrize("output", [[], ["--adaptive-softmax", "50,150"]], ids=["full", "adaptive"])
+def test_the_model_is_the_same_on_one_thread_or_two(output, tmp_path):
     # A shape whose products, cross-entropy, layer norms and bias gradients all cross their
     # thresholds for sharing the work (1,024 rows a step, 300 words): the threads split rows and
     # columns, but every sum keeps its order, so the bytes do not depend on the thread count.
@@ -119,7 +120,7 @@ def test_the_model_is_the_same_on_one_thread_or_two(tmp_path):
     for threads in ["1", "2"]:
         out = tmp_path / f"t{threads}.safetensors"
         res = run_attn("train", "--task", "lm", "--data", data, "-o", out, "--layers", "2", "--context", "64",
-                       "--batch", "16", "--max-tokens", "4096", "--seed", "3", "--threads", threads)
+                       "--batch", "16", "--max-tokens", "4096", "--seed", "3", "--threads", threads, *output)
         assert res.code == 0, res.err
         outs.append(tensors(out))
     assert outs[0] == outs[1]
