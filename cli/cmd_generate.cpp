@@ -104,6 +104,8 @@ void add_generate_command(CLI::App& app) {
          "--seed", [args](const std::string& text) { args->options.seed = parse_seed(text); },
          "Random seed (default 0): the same seed, prompt and options give the same words")
       ->type_name("UINT");
+  sub->add_flag("--ignore-eos", args->options.ignore_eos,
+                "Never end at the end of the paragraph: make --max-words tokens (llama.cpp's flag)");
   sub->add_flag("--timings", args->timings,
                 "Afterwards, one JSON line on standard error: tokens/s, and ms per token around "
                 "positions 10, 100, 500 and 1000 of the context");

@@ -241,8 +241,9 @@ void bind_text_model(py::module_& m) {
       .def(
           "generate",
           [](const text_model& self, const std::string& prompt, int64_t max_words, double temperature,
-             int64_t top_k, double top_p, uint64_t seed) {
+             int64_t top_k, double top_p, uint64_t seed, bool ignore_eos) {
             generation_options o;
+            o.ignore_eos = ignore_eos;
             o.max_words = max_words;
             o.temperature = temperature;
             o.top_k = top_k;
@@ -258,10 +259,11 @@ void bind_text_model(py::module_& m) {
             return g.text;
           },
           "prompt"_a = "", py::kw_only(), "max_words"_a = 100, "temperature"_a = 1.0, "top_k"_a = 0,
-          "top_p"_a = 1.0, "seed"_a = 0,
+          "top_p"_a = 1.0, "seed"_a = 0, "ignore_eos"_a = false,
           "A language model (task 'lm') continues the prompt: the continuation as readable text, "
           "as attn generate writes it after the prompt. temperature 0 is greedy; the same seed "
-          "gives the same words. Stops at the end of the paragraph or after max_words tokens.")
+          "gives the same words. Stops at the end of the paragraph (unless ignore_eos) or after "
+          "max_words tokens.")
       .def_property_readonly(
           "history",
           [](const text_model& self) {

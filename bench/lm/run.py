@@ -161,7 +161,7 @@ def main():
             r["kneser_ney"][order] = kn
         # generation
         _, err, rss, secs = run_measured([attn, "generate", "--model", a.generate_model, "--temperature", "0",
-                                          "--max-words", "510", "--timings", *threads])
+                                          "--max-words", "510", "--ignore-eos", "--timings", *threads])
         timing = json.loads(err.strip().splitlines()[-1])
         timing["peak_rss_mb"] = rss
         r["generate_attn"] = timing

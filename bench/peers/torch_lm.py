@@ -197,10 +197,23 @@ def train(a):
                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 
+def adaptive_log_probabilities(scores, tokens, cuts):
+    """attn's adaptive softmax (src/nn/adaptive_output.cpp) read back: the head holds the words
+    before the first cut, those after the last and one token per cluster; a cluster's word has
+    log p_head(its token) + log softmax over the cluster."""
+    first, last = cuts[0], cuts[-1]
+    head_lse = torch.logsumexp(torch.cat([scores[:first], scores[last:], tokens]), 0)
+    out = scores - head_lse
+    for k in range(len(cuts) - 1):
+        s, e = cuts[k], cuts[k + 1]
+        out[s:e] = tokens[k] - head_lse + torch.log_softmax(scores[s:e], 0)
+    return out
+
+
 def generate(a):
     """Greedy generation with the twin's own key-value cache (the layers' weights applied by hand
     to one new row, keys and values kept per layer), from attn's weights: the same words as
-    attn generate --temperature 0 on the same model."""
+    attn generate --temperature 0 --ignore-eos on the same model."""
     t_, config, words = read_model(a.model)
     model = make_twin(config, len(words))
     model.load_attn(t_)
@@ -228,8 +241,13 @@ def generate(a):
                 o = (w.unsqueeze(1) @ V).reshape(e)
                 x = x + layer.self_attn.out_proj(o)
                 x = x + layer.linear2(F.relu(layer.linear1(layer.norm2(x))))
-            logits = model.transform(model.final_norm(x)) @ model.embedding.weight.T + model.bias
+            hidden = model.transform(model.final_norm(x))
+            logits = hidden @ model.embedding.weight.T + model.bias
+            if "adaptive_cutoffs" in config:  # the same distribution attn's decoder reads
+                tokens = hidden @ t_["output.clusters.weight"].T + t_["output.clusters.bias"]
+                logits = adaptive_log_probabilities(logits, tokens, config["adaptive_cutoffs"])
             logits[index["<unk>"]] = float("-inf")
+            logits[index["<eos>"]] = float("-inf")  # as attn generate --ignore-eos: 510 words
             token = int(torch.argmax(logits))
             times.append(time.perf_counter() - t0)
             out.append(words[token])

@@ -146,6 +146,8 @@ struct generation_options {
   int64_t top_k = 0;         // sample among the k most likely tokens only (0: all)
   double top_p = 1.0;        // … and among the fewest whose probabilities reach p (nucleus)
   uint64_t seed = 0;         // the same seed, prompt and options give the same words
+  bool ignore_eos = false;   // never choose the end token: make max_words tokens (llama.cpp's
+                             // --ignore-eos; for timing long generations)
 };
 
 struct generation {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 
@@ -27,25 +28,28 @@ void check_options(const generation_options& o) {
 }
 
 // The next token from the logits: the most likely (temperature 0; ties to the lower id), or a
-// draw from softmax(logits / temperature) cut to the top k and the top p. `banned` is never
-// chosen (the unknown token).
-int64_t choose(const std::vector<float>& logits, int64_t banned, const generation_options& o, train::rng& r) {
+// draw from softmax(logits / temperature) cut to the top k and the top p. The banned tokens are
+// never chosen (the unknown token; the end token with ignore_eos; -1: none).
+int64_t choose(const std::vector<float>& logits, std::array<int64_t, 2> banned, const generation_options& o,
+               train::rng& r) {
   const auto c = static_cast<int64_t>(logits.size());
-  int64_t best = banned == 0 ? 1 : 0;
+  const auto allowed = [&](int64_t i) { return i != banned[0] && i != banned[1]; };
+  int64_t best = 0;
+  while (!allowed(best)) ++best;
   for (int64_t i = 0; i < c; ++i)
-    if (i != banned && logits[static_cast<size_t>(i)] > logits[static_cast<size_t>(best)]) best = i;
+    if (allowed(i) && logits[static_cast<size_t>(i)] > logits[static_cast<size_t>(best)]) best = i;
   if (o.temperature == 0) return best;
   const double top = logits[static_cast<size_t>(best)];
   std::vector<double> p(static_cast<size_t>(c));
   for (int64_t i = 0; i < c; ++i)
-    p[static_cast<size_t>(i)] = i == banned ? 0.0 : std::exp((logits[static_cast<size_t>(i)] - top) / o.temperature);
+    p[static_cast<size_t>(i)] = allowed(i) ? std::exp((logits[static_cast<size_t>(i)] - top) / o.temperature) : 0.0;
   if (o.top_k == 0 && o.top_p >= 1) {  // no cut: draw in id order, with no sort of the vocabulary
     double total = 0;
     for (double x : p) total += x;
     double u = r.uniform() * total;
     for (int64_t i = 0; i < c; ++i) {
       u -= p[static_cast<size_t>(i)];
-      if (u < 0) return i;  // (the banned token's p is 0: never here)
+      if (u < 0) return i;  // (a banned token's p is 0: never here)
     }
     return best;  // u rounded past the sum
   }
@@ -121,7 +125,7 @@ generation text_model::generate(std::string_view prompt, const generation_option
   detokenizer text;
   for (const std::string& t : g.prompt) text.next(t);  // the continuation carries on the prompt's sentence
   for (int64_t n = 0; n < o.max_words; ++n) {
-    const int64_t next = choose(logits, unknown, o, r);
+    const int64_t next = choose(logits, {unknown, o.ignore_eos ? end : -1}, o, r);
     if (next == end) {
       g.ended = true;
       break;

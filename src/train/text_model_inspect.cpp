@@ -59,13 +59,21 @@ std::vector<float> output_table(const text_model::impl& m) {
 }
 
 // logits [L, classes] of rows y [L, E] that have passed the last block (and a pre-norm model's
-// final layer norm): pre = y·w1ᵀ + b1, logits = pre·tableᵀ + b2.
+// final layer norm): pre = y·w1ᵀ + b1, logits = pre·tableᵀ + b2 (an adaptive softmax: each
+// word's log-probability, as the model's forward gives them).
 std::vector<float> output_logits(const text_model::impl& m, const std::vector<float>& table, const float* y,
                                  int64_t l) {
   const nn::network_shape& s = m.net.shape();
   std::vector<float> pre(static_cast<size_t>(l * s.hidden)), logits(static_cast<size_t>(l * s.classes));
   nn::linear_forward(y, m.net.w1.value.data(), m.net.b1.value.data(), pre.data(), l, m.config.dim, s.hidden);
   nn::linear_forward(pre.data(), table.data(), m.net.b2.value.data(), logits.data(), l, s.hidden, s.classes);
+  if (m.net.adaptive()) {
+    const nn::adaptive_cuts cuts = m.net.cuts();
+    std::vector<float> tokens(static_cast<size_t>(l * cuts.clusters()));
+    nn::linear_forward(pre.data(), m.net.token_weight.value.data(), m.net.token_bias.value.data(), tokens.data(), l,
+                       s.hidden, cuts.clusters());
+    nn::adaptive_log_probabilities(logits.data(), tokens.data(), l, cuts);
+  }
   return logits;
 }
 

@@ -183,6 +183,10 @@ def test_generation_stops_at_the_end_of_the_paragraph(model):
     r = run_attn("generate", "--model", out, "--temperature", "0", "--max-words", "200", "the dog sat on")
     assert r.code == 0
     assert len(r.out.split()) < 40, r.out  # a template line ends long before 200 words
+    # --ignore-eos (llama.cpp's): every one of the --max-words tokens, none of them the end token
+    r = run_attn("generate", "--model", out, "--temperature", "0", "--max-words", "200", "--ignore-eos",
+                 "--timings", "the dog sat on")
+    assert r.code == 0 and json.loads(r.err.splitlines()[-1])["tokens"] == 200, r.err
 
 
 def test_eval_reports_perplexity_over_every_token(model, tmp_path):

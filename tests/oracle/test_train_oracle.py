@@ -258,7 +258,8 @@ def torch_lm_logits(t, config, ids):
     """A language model (--task lm) rebuilt from its file with PyTorch's own pre-norm
     nn.TransformerEncoderLayer under a causal mask: embedding rows + learned positions, the
     layers, the final LayerNorm, the output transform, then every row scored against the
-    embedding table itself (tied) plus the output bias. ids [L] → logits [L, V]."""
+    embedding table itself (tied) plus the output bias (an adaptive softmax: each word's
+    log-probability). ids [L] → logits [L, V]."""
     table = t["embedding.weight"]
     x = (table[ids] + t["position.weight"][: len(ids)]).unsqueeze(0)
     e = config["dim"]
@@ -268,19 +269,39 @@ def torch_lm_logits(t, config, ids):
             x = torch_encoder_layer(t, config, i, norm_first=True)(x, src_mask=mask)
     y = F.layer_norm(x[0], (e,), t["final_norm.weight"], t["final_norm.bias"])
     hidden = F.linear(y, t["output.transform.weight"], t["output.transform.bias"])
-    return hidden @ table.T + t["output.bias"]
+    scores = hidden @ table.T + t["output.bias"]
+    if "adaptive_cutoffs" not in config:
+        return scores
+    # the adaptive softmax: log-probabilities, which cross_entropy and softmax read as logits
+    tokens = F.linear(hidden, t["output.clusters.weight"], t["output.clusters.bias"])
+    return adaptive_log_probabilities(scores, tokens, config["adaptive_cutoffs"])
 
 
-def test_a_language_models_loss_at_every_position_is_pytorchs(attn, tmp_path):
+def adaptive_log_probabilities(scores, tokens, cuts):
+    """The adaptive softmax written out in PyTorch: the head is the words before the first cut,
+    those after the last and one token per cluster; a cluster's word has log p_head(its token) +
+    log softmax over its cluster. scores [L, V], tokens [L, K] → log p [L, V]."""
+    first, last = cuts[0], cuts[-1]
+    head = torch.cat([scores[:, :first], scores[:, last:], tokens], 1).log_softmax(-1)
+    parts = [head[:, :first]]
+    for k in range(len(cuts) - 1):
+        parts.append(head[:, first + scores.shape[1] - last + k:][:, :1] + scores[:, cuts[k]:cuts[k + 1]].log_softmax(-1))
+    parts.append(head[:, first:first + scores.shape[1] - last])
+    return torch.cat(parts, 1)
+
+
+@pytest.mark.parametrize("output", [[], ["--adaptive-softmax", "3,6"]], ids=["full", "adaptive"])
+def test_a_language_models_loss_at_every_position_is_pytorchs(attn, tmp_path, output):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("".join(f"the cat sat on the mat {'today' if i % 3 else 'again'}. a dog ran past!\n"
                               for i in range(40)))
     model = tmp_path / "lm.safetensors"
     r = attn("train", "--task", "lm", "--data", corpus, "--learn-embeddings", "12", "--heads", "3",
-             "--layers", "2", "--context", "8", "--epochs", "3", "--seed", "5", "-o", model)
+             "--layers", "2", "--context", "8", "--epochs", "3", "--seed", "5", "-o", model, *output)
     assert r.code == 0, r.err
     t, meta = read_safetensors(model)
     config = json.loads(meta["config"])
+    assert ("adaptive_cutoffs" in config) == bool(output)
     assert config["task"] == "lm" and config["max_positions"] == 8
     vocab = json.loads(meta["input_words"])
     assert vocab[-2:] == ["<unk>", "<eos>"] and json.loads(meta["outputs"]) == vocab
