@@ -363,15 +363,7 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
     linear_backward(dlogits.data(), c.hidden.data(), c.output_table.data(), dhidden.data(),
                     rows_train ? dtable.data() : nullptr, static_cast<T*>(nullptr), rows, s.hidden,
                     s.classes, output_bf16_);
-    if (rows_train) {
-      embedding_backward(output_rows_.data(), dtable.data(),
-                         embedding.trainable ? embedding.grad.data() : nullptr, s.vocabulary,
-                         s.new_words > 0 ? new_words.grad.data() : nullptr, s.classes, s.embed);
-      for (int64_t id : output_rows_) {
-        if (id >= s.vocabulary) new_rows.push_back(id - s.vocabulary);
-        else if (embedding.trainable) table_rows.push_back(id);
-      }
-    }
+    if (rows_train) output_rows_backward(dtable, table_rows, new_rows);
     dpre = std::move(dhidden);  // hidden = pre
   } else {
     // logits = hidden·W2ᵀ + b2
@@ -516,16 +508,20 @@ std::vector<T> network<T>::adaptive_backward(const batch& b, const network_cache
                            dhidden.data(), rows_train ? dtable.data() : nullptr,
                            b2.grad.data(), token_weight.grad.data(), token_bias.grad.data(),
                            output_bf16_);
-  if (rows_train) {
-    embedding_backward(output_rows_.data(), dtable.data(),
-                       embedding.trainable ? embedding.grad.data() : nullptr, s.vocabulary,
-                       s.new_words > 0 ? new_words.grad.data() : nullptr, s.classes, s.embed);
-    for (int64_t id : output_rows_) {
-      if (id >= s.vocabulary) new_rows.push_back(id - s.vocabulary);
-      else if (embedding.trainable) table_rows.push_back(id);
-    }
-  }
+  if (rows_train) output_rows_backward(dtable, table_rows, new_rows);
   return dhidden;  // hidden = pre
+}
+
+template <class T>
+void network<T>::output_rows_backward(const std::vector<T>& dtable, std::vector<int64_t>& table_rows,
+                                      std::vector<int64_t>& new_rows) {
+  const network_shape& s = shape_;
+  embedding_backward(output_rows_.data(), dtable.data(), embedding.trainable ? embedding.grad.data() : nullptr,
+                     s.vocabulary, s.new_words > 0 ? new_words.grad.data() : nullptr, s.classes, s.embed);
+  for (int64_t id : output_rows_) {
+    if (id >= s.vocabulary) new_rows.push_back(id - s.vocabulary);
+    else if (embedding.trainable) table_rows.push_back(id);
+  }
 }
 
 template struct parameter<float>;

@@ -188,6 +188,10 @@ class network {
   T adaptive_forward(const batch& b, network_cache<T>& cache, bool training) const;
   std::vector<T> adaptive_backward(const batch& b, const network_cache<T>& cache,
                                    std::vector<int64_t>& table_rows, std::vector<int64_t>& new_rows);
+  // The tied output's gradient dtable [C, Ein] taken back to the embedding rows it came from
+  // (the rows given one listed in table_rows and new_rows).
+  void output_rows_backward(const std::vector<T>& dtable, std::vector<int64_t>& table_rows,
+                            std::vector<int64_t>& new_rows);
 
   network_shape shape_;
   std::vector<int64_t> output_rows_, output_cutoffs_;
