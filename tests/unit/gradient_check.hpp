@@ -49,6 +49,44 @@ inline void expect_gradient(std::vector<double>& x, const std::vector<double>& g
   EXPECT_EQ(failures, 0) << name << ": " << failures << " values off; largest error " << worst;
 }
 
+// Every trainable parameter's gradient in a network (double) against finite differences of
+// loss(); frozen ones must have received none.
+template <class Network, class Loss>
+void expect_network_gradients(Network& net, const Loss& loss) {
+  for (auto* p : net.parameters()) {
+    if (!p->trainable) {
+      for (double g : p->grad) ASSERT_EQ(g, 0.0) << p->name << " is frozen";
+      continue;
+    }
+    expect_gradient(p->value, p->grad, loss, p->name, 150);
+  }
+}
+
+// float32 gradients against the float64 specification's, parameter by parameter (two networks'
+// parameters() in the same order): each one's relative L2 error, measured against the larger of
+// its own gradient's norm and 1e-3 of all of them — a gradient that is exactly zero in exact
+// arithmetic (K's bias: adding b_k to every key adds q·b_k to a whole row of scores, which
+// softmax ignores) is rounding noise in both.
+template <class Params32, class Params64>
+void expect_gradients_match(const Params32& params, const Params64& ref_params, double tolerance,
+                            const std::string& where) {
+  ASSERT_EQ(params.size(), ref_params.size()) << where;
+  double all = 0;
+  for (const auto* p : ref_params)
+    for (double g : p->grad) all += g * g;
+  for (size_t i = 0; i < params.size(); ++i) {
+    double diff = 0, norm = 0;
+    for (size_t j = 0; j < params[i]->grad.size(); ++j) {
+      const double want = ref_params[i]->grad[j];
+      const double got = params[i]->grad[j];
+      diff += (got - want) * (got - want);
+      norm += want * want;
+    }
+    const double relative = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-3 * std::sqrt(all));
+    EXPECT_LT(relative, tolerance) << params[i]->name << " (" << where << "): relative L2 error " << relative;
+  }
+}
+
 // Σ y ⊙ r: a scalar loss whose gradient with respect to y is r, so one backward call with
 // dy = r gives the gradient of every input.
 inline double weighted_sum(const std::vector<double>& y, const std::vector<double>& r) {

@@ -1,18 +1,18 @@
 // The adaptive softmax on the tied output (nn/adaptive_output.hpp): its probabilities against a
 // direct double computation of p_head · p_cluster, its gradients against finite differences
-// (the whole language model in double), float32 against float64 on awkward shapes, and the
-// decoder's cached log-probabilities against the network's forward.
+// (the whole language model in double). (float32 against float64, and the decoder's cached
+// log-probabilities against the forward: language_model's tests, with both outputs.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
 #include "gradient_check.hpp"
 #include "nn/adaptive_output.hpp"
-#include "nn/causal_decoder.hpp"
 #include "nn/network.hpp"
 #include "train/lm_stream.hpp"
 #include "train/masking.hpp"
@@ -151,97 +151,13 @@ TEST(adaptive_output, language_model_gradients_match_finite_differences) {
       attn::nn::network_cache<double> c;
       return net.forward(b, c, 0x5eedULL);
     };
-    for (auto* p : net.parameters()) {
-      if (!p->trainable) {
-        for (double g : p->grad) ASSERT_EQ(g, 0.0) << p->name << " is frozen";
-        continue;
-      }
-      attn::testing::expect_gradient(p->value, p->grad, loss, p->name, 150);
-    }
+    attn::testing::expect_network_gradients(net, loss);
     // evaluating (no seed, no dropout) gives each class's log-probability and the same loss as −log p
     attn::nn::network_cache<double> eval;
     const double eval_loss = net.forward(b, eval);
     double sum = 0;
     for (size_t r = 0; r < b.rows.size(); ++r) sum -= eval.logits[r * 13 + static_cast<size_t>(b.targets[r])];
     EXPECT_NEAR(eval_loss, sum / static_cast<double>(b.rows.size()), 1e-12);
-  }
-}
-
-// float32 training gradients against float64 on awkward shapes (rows and clusters that straddle
-// the kernels' tiles; a cluster that no target reaches), as the full softmax's test.
-TEST(adaptive_output, float32_gradients_match_float64) {
-  for (const auto& [width, heads, words, cut_list] :
-       {std::tuple{20, 4, 61, std::vector<int64_t>{7, 30, 59}}, std::tuple{24, 3, 130, std::vector<int64_t>{63, 65, 129}},
-        std::tuple{100, 4, 300, std::vector<int64_t>{1, 100, 298}}}) {
-    const network_shape s = lm_shape(2, heads, width, 130, words);
-    std::mt19937 rng(static_cast<unsigned>(width));
-    network<double> reference(s, identity_rows(words), cut_list);
-    network<float> net(s, identity_rows(words), cut_list);
-    std::normal_distribution<double> normal(0.0, 0.3);
-    auto params = net.parameters();
-    auto ref_params = reference.parameters();
-    for (size_t i = 0; i < params.size(); ++i)
-      for (size_t j = 0; j < params[i]->value.size(); ++j) {
-        params[i]->value[j] = static_cast<float>(normal(rng));
-        ref_params[i]->value[j] = params[i]->value[j];
-      }
-    std::vector<attn::train::masked_sequence> windows;
-    const attn::nn::batch b = stream_batch(words, 300, width == 100 ? 128 : 37, rng, windows);
-    attn::nn::network_cache<float> c32;
-    attn::nn::network_cache<double> c64;
-    net.zero_grad();
-    reference.zero_grad();
-    const float loss32 = net.forward(b, c32, 0x5eedULL);
-    const double loss64 = reference.forward(b, c64, 0x5eedULL);
-    EXPECT_NEAR(loss32, loss64, 1e-5 * std::fabs(loss64));
-    net.backward(b, c32);
-    reference.backward(b, c64);
-    double all = 0;
-    for (const auto* p : ref_params)
-      for (double g : p->grad) all += g * g;
-    for (size_t i = 0; i < params.size(); ++i) {
-      double diff = 0, norm = 0;
-      for (size_t j = 0; j < params[i]->grad.size(); ++j) {
-        const double want = ref_params[i]->grad[j];
-        diff += (params[i]->grad[j] - want) * (params[i]->grad[j] - want);
-        norm += want * want;
-      }
-      EXPECT_GT(norm, 0.0) << params[i]->name;
-      const double relative = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-3 * std::sqrt(all));
-      EXPECT_LT(relative, 2e-4) << params[i]->name << " (width " << width << "): relative L2 error " << relative;
-    }
-  }
-}
-
-// Generation reads the same distribution: the decoder's log-probabilities at each step against
-// the network's forward over the whole prefix.
-TEST(adaptive_output, cached_generation_gives_the_forward_log_probabilities) {
-  const int64_t words = 65, positions = 33;
-  network<float> net(lm_shape(2, 3, 12, positions, words), identity_rows(words), {5, 20, 63});
-  std::mt19937 rng(41);
-  randomise(net, rng, 0.3);
-  std::uniform_int_distribution<int64_t> id(0, words - 1);
-  std::vector<int64_t> tokens(static_cast<size_t>(positions));
-  for (int64_t& t : tokens) t = id(rng);
-  attn::nn::causal_decoder decoder(net);
-  attn::nn::network_cache<float> cache;
-  for (int64_t n = 1; n <= positions; ++n) {
-    const std::vector<float> cached = decoder.step(tokens[static_cast<size_t>(n - 1)]);
-    attn::nn::batch b;
-    b.size = 1;
-    b.length = n;
-    b.ids.assign(tokens.begin(), tokens.begin() + n);
-    b.lengths = {n};
-    b.rows = {{0, n}};
-    net.forward(b, cache);
-    ASSERT_EQ(cache.logits.size(), static_cast<size_t>(words));
-    double total = 0;
-    for (int64_t c = 0; c < words; ++c) {
-      ASSERT_NEAR(cached[static_cast<size_t>(c)], cache.logits[static_cast<size_t>(c)], 2e-5f * std::max(1.0f, std::fabs(cache.logits[static_cast<size_t>(c)])))
-          << "length " << n << " class " << c;
-      total += std::exp(static_cast<double>(cached[static_cast<size_t>(c)]));
-    }
-    EXPECT_NEAR(total, 1.0, 1e-4);
   }
 }
 

@@ -27,6 +27,7 @@ namespace {
 using attn::nn::network;
 using attn::nn::network_shape;
 using attn::testing::expect_gradient;
+using attn::testing::expect_network_gradients;
 
 // Random sequences of ids < vocabulary with the given lengths, and their outputs (next-word:
 // each token's class is its id mod classes; classify: a label per sequence).
@@ -55,19 +56,6 @@ void randomise(network<T>& net, std::mt19937& rng) {
   std::normal_distribution<double> normal(0.0, 0.5);
   for (auto* p : net.parameters())
     for (T& x : p->value) x = static_cast<T>(normal(rng));
-}
-
-// Every trainable parameter's gradient against finite differences of loss(); frozen ones
-// must have received none.
-template <class Loss>
-void expect_network_gradients(network<double>& net, const Loss& loss) {
-  for (auto* p : net.parameters()) {
-    if (!p->trainable) {
-      for (double g : p->grad) ASSERT_EQ(g, 0.0) << p->name << " is frozen";
-      continue;
-    }
-    expect_gradient(p->value, p->grad, loss, p->name, 150);
-  }
 }
 
 void check_model_gradients(const network_shape& shape, const std::vector<int64_t>& lengths,
@@ -366,23 +354,9 @@ TEST(train_model, float32_gradients_match_float64_on_odd_shapes) {
     EXPECT_NEAR(loss32, loss64, 1e-5 * std::fabs(loss64) + 1e-6);
     net.backward(b, cache32);
     reference.backward(b, cache64);
-    // K's bias has an exactly zero gradient (adding b_k to every key adds q·b_k to a whole row
-    // of scores, which softmax ignores): what both compute there is rounding noise, so each
-    // error is measured against the larger of its own gradient's norm and 1e-3 of them all.
-    double all = 0;
-    for (const auto* p : ref_params)
-      for (double g : p->grad) all += g * g;
-    for (size_t i = 0; i < params.size(); ++i) {
-      double diff = 0, norm = 0;
-      for (size_t j = 0; j < params[i]->grad.size(); ++j) {
-        const double want = ref_params[i]->grad[j];
-        diff += (params[i]->grad[j] - want) * (params[i]->grad[j] - want);
-        norm += want * want;
-      }
-      const double relative = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-3 * std::sqrt(all));
-      EXPECT_LT(relative, 2e-4) << params[i]->name << " (width " << c.shape.width << ", heads "
-                                << c.shape.heads << "): relative L2 error " << relative;
-    }
+    attn::testing::expect_gradients_match(params, ref_params, 2e-4,
+                                          "width " + std::to_string(c.shape.width) + ", heads " +
+                                              std::to_string(c.shape.heads));
   }
 }
 
