@@ -43,6 +43,7 @@
 
 #include "core/half.hpp"
 #include "kernels/flash_backward_problem.hpp"
+#include "kernels/flush_denormals.hpp"
 #include "kernels/simd.hpp"
 #include "kernels/simd_bf16.hpp"
 
@@ -107,6 +108,7 @@ class flash_backward {
     if (chunks_ > 1) partial_.reset(new float[static_cast<size_t>(chunks_ * f_.B * f_.H * f_.L * f_.D)]);
 #pragma omp parallel if (items > 1)
     {
+      const denormals_flushed flushed;
       scratch s(group_, lp_, f_.D, f_.Dv, dp_, dvp_, f_.mask != nullptr || f_.causal || f_.S % BC != 0);
       if constexpr (BF16) s.allocate_pairs(group_, lp_, dp_, dvp_, dw_, dvw_);
 #pragma omp for schedule(dynamic, 1)

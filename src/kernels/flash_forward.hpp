@@ -35,6 +35,7 @@
 #include "core/half.hpp"
 #include "kernels/flash_pack_bf16.hpp"
 #include "kernels/flash_problem.hpp"
+#include "kernels/flush_denormals.hpp"
 #include "kernels/simd.hpp"
 
 namespace attn::kernels {
@@ -63,6 +64,7 @@ class flash_forward {
     const int64_t items = p_.B * p_.H * tiles;
 #pragma omp parallel if (items > 1)
     {
+      const denormals_flushed flushed;
       scratch s(p_.D, p_.Dv, mask_mode_);
       // Dynamic: under a causal mask a tile's cost grows with its index. Within each head the
       // last (heaviest) tile goes first, so the cheap ones fill in at the end.

@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "kernels/gemm.hpp"
+#include "kernels/flush_denormals.hpp"
 #include "kernels/simd.hpp"
 
 namespace attn::kernels {
@@ -87,6 +88,7 @@ void share_among_threads(const gemm_args& g, int mr, int nr, int threads, const 
   const bool split_rows = m_panels >= 4 * threads || m_panels >= n_panels;
 #pragma omp parallel num_threads(threads)
   {
+    const denormals_flushed flushed;
     const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     const int64_t parts = split_rows ? m_panels : n_panels;
     const int64_t first = t * parts / nt, last = (t + 1) * parts / nt;
