@@ -5,7 +5,41 @@
 #include <numbers>
 #include <utility>
 
+#include "nn/parallel_elements.hpp"
+
 namespace attn::train {
+
+namespace {
+
+// A step's work on the gradients, in pieces that threads can share: a dense parameter in runs of
+// 4,096 elements, a row-sparse one row by row (only the rows a batch reached can be nonzero).
+struct gradient_piece {
+  size_t param, begin, end;
+  int64_t row;  // the sparse row, or -1
+};
+
+std::vector<gradient_piece> gradient_pieces(const std::vector<nn::parameter<float>*>& params) {
+  constexpr size_t run = 4096;
+  std::vector<gradient_piece> pieces;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const nn::parameter<float>& p = *params[i];
+    if (!p.sparse()) {
+      for (size_t b = 0; b < p.value.size(); b += run) pieces.push_back({i, b, std::min(p.value.size(), b + run), -1});
+      continue;
+    }
+    const auto w = static_cast<size_t>(p.row_width);
+    for (int64_t r : p.touched) pieces.push_back({i, static_cast<size_t>(r) * w, static_cast<size_t>(r + 1) * w, r});
+  }
+  return pieces;
+}
+
+int64_t elements_in(const std::vector<gradient_piece>& pieces) {
+  int64_t n = 0;
+  for (const gradient_piece& q : pieces) n += static_cast<int64_t>(q.end - q.begin);
+  return n;
+}
+
+}  // namespace
 
 adamw::adamw(const std::vector<nn::parameter<float>*>& params, adamw_options options)
     : options_(options) {
@@ -83,18 +117,15 @@ void adamw::step(double lr) {
   step_sizes_.push_back(static_cast<float>(lr / (1.0 - std::pow(options_.beta1, static_cast<double>(t_)))));
   inv_c2s_.push_back(static_cast<float>(1.0 / (1.0 - std::pow(options_.beta2, static_cast<double>(t_)))));
   replay_steps_.push_back(static_cast<double>(step_sizes_.back()) / std::sqrt(static_cast<double>(inv_c2s_.back())));
-  for (size_t i = 0; i < params_.size(); ++i) {
-    nn::parameter<float>& p = *params_[i];
-    if (!p.sparse()) {
-      update_range(i, 0, p.value.size(), t_);
-      continue;
-    }
-    const auto w = static_cast<size_t>(p.row_width);
-    for (int64_t r : p.touched) {
-      catch_up(i, r, t_ - 1);
-      update_range(i, static_cast<size_t>(r) * w, static_cast<size_t>(r + 1) * w, t_);
-      done_[i][static_cast<size_t>(r)] = t_;
-    }
+  // Every piece is its own elements' business, so the bits do not depend on the threads.
+  const std::vector<gradient_piece> pieces = gradient_pieces(params_);
+  const auto count = static_cast<int64_t>(pieces.size());
+#pragma omp parallel for schedule(dynamic, 16) if (nn::worth_threads_elementwise(elements_in(pieces)))
+  for (int64_t k = 0; k < count; ++k) {
+    const gradient_piece& q = pieces[static_cast<size_t>(k)];
+    if (q.row >= 0) catch_up(q.param, q.row, t_ - 1);
+    update_range(q.param, q.begin, q.end, t_);
+    if (q.row >= 0) done_[q.param][static_cast<size_t>(q.row)] = t_;
   }
 }
 
@@ -119,29 +150,38 @@ void adamw::load(state s) {
 }
 
 double clip_gradients(const std::vector<nn::parameter<float>*>& params, double max_norm) {
-  // Row-sparse parameters: the rows outside touched are zero and add nothing.
-  const auto each_row = [](auto& p, auto&& f) {
-    if (!p.sparse()) {
-      f(p.grad.data(), p.grad.size());
-      return;
-    }
-    const auto w = static_cast<size_t>(p.row_width);
-    for (int64_t r : p.touched) f(p.grad.data() + static_cast<size_t>(r) * w, w);
-  };
+  std::vector<nn::parameter<float>*> trainable;
+  for (nn::parameter<float>* p : params)
+    if (p->trainable) trainable.push_back(p);
+  const std::vector<gradient_piece> pieces = gradient_pieces(trainable);
+  const auto count = static_cast<int64_t>(pieces.size());
+  const bool threads = nn::worth_threads_elementwise(elements_in(pieces));
+  // Each piece's sum of squares alone (eight running sums, so the additions need not wait for
+  // one another), then the pieces' sums in order: the same norm on any number of threads.
+  std::vector<double> partial(pieces.size());
+#pragma omp parallel for schedule(dynamic, 16) if (threads)
+  for (int64_t k = 0; k < count; ++k) {
+    const gradient_piece& q = pieces[static_cast<size_t>(k)];
+    const float* g = trainable[q.param]->grad.data();
+    double lanes[8] = {};
+    size_t j = q.begin;
+    for (; j + 8 <= q.end; j += 8)
+      for (size_t l = 0; l < 8; ++l) lanes[l] += static_cast<double>(g[j + l]) * g[j + l];
+    for (size_t l = 0; j < q.end; ++j, ++l) lanes[l] += static_cast<double>(g[j]) * g[j];
+    partial[static_cast<size_t>(k)] = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+                                      ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  }
   double sum = 0;
-  for (const nn::parameter<float>* p : params)
-    if (p->trainable)
-      each_row(std::as_const(*p), [&](const float* g, size_t n) {
-        for (size_t j = 0; j < n; ++j) sum += static_cast<double>(g[j]) * g[j];
-      });
+  for (double s : partial) sum += s;
   const double norm = std::sqrt(sum);
   if (max_norm > 0 && norm > max_norm) {
     const auto scale = static_cast<float>(max_norm / norm);
-    for (nn::parameter<float>* p : params)
-      if (p->trainable)
-        each_row(*p, [&](float* g, size_t n) {
-          for (size_t j = 0; j < n; ++j) g[j] *= scale;
-        });
+#pragma omp parallel for schedule(dynamic, 16) if (threads)
+    for (int64_t k = 0; k < count; ++k) {
+      const gradient_piece& q = pieces[static_cast<size_t>(k)];
+      float* g = trainable[q.param]->grad.data();
+      for (size_t j = q.begin; j < q.end; ++j) g[j] *= scale;
+    }
   }
   return norm;
 }

@@ -3,12 +3,14 @@
 // shapes, the optimiser and schedule, and training itself: seed 003's toy, the negation task,
 // and bit-for-bit repeatability.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "attn/text_model.hpp"
@@ -428,6 +430,55 @@ TEST(train_optimizer, row_sparse_table_ends_where_the_dense_update_does) {
         EXPECT_EQ(sparse.value[j], dense.value[j]);
     }
   }
+}
+
+// The optimiser's step and the clipping share their work among threads once a step holds
+// enough elements: a dense matrix of 70,001 (not a multiple of the 4,096-element runs) and a
+// row-sparse table with 400 of its 1,000 rows reached must come out bit for bit the same on one
+// thread and on two, and the norm must be the sum of squares taken directly in double.
+TEST(train_optimizer, step_and_clipping_are_the_same_on_any_thread_count) {
+  const auto run = [&](int threads) {
+    std::mt19937 g(3);
+    std::normal_distribution<float> n(0.0f, 1.0f);
+    attn::nn::parameter<float> dense, table;
+    dense.value.resize(70001);
+    table.value.resize(1000 * 33);
+    table.row_width = 33;
+    table.decay = false;
+    for (float& x : dense.value) x = n(g);
+    for (float& x : table.value) x = n(g);
+    dense.grad.assign(dense.value.size(), 0.0f);
+    table.grad.assign(table.value.size(), 0.0f);
+    attn::train::adamw opt({&dense, &table}, {.weight_decay = 0.05});
+    std::vector<double> norms;
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    for (int t = 0; t < 5; ++t) {
+      for (float& x : dense.grad) x = n(g);
+      std::vector<int64_t> reached;
+      for (int64_t r = 0; r < 1000; ++r)
+        if (g() % 5 < 2) reached.push_back(r);
+      for (int64_t r : reached)
+        for (int64_t j = 0; j < 33; ++j) table.grad[static_cast<size_t>(r * 33 + j)] = n(g);
+      table.touch(reached);
+      double direct = 0;
+      for (float x : dense.grad) direct += static_cast<double>(x) * x;
+      for (float x : table.grad) direct += static_cast<double>(x) * x;
+      norms.push_back(attn::train::clip_gradients({&dense, &table}, 100.0));
+      EXPECT_NEAR(norms.back(), std::sqrt(direct), 1e-12 * std::sqrt(direct));
+      EXPECT_GT(norms.back(), 100.0);  // so the scaling pass ran too
+      opt.step(0.01);
+      std::fill(dense.grad.begin(), dense.grad.end(), 0.0f);
+      table.clear_grad();
+    }
+    opt.flush();
+    omp_set_num_threads(before);
+    return std::make_tuple(dense.value, table.value, norms);
+  };
+  const auto one = run(1), two = run(2);
+  EXPECT_EQ(std::get<0>(one), std::get<0>(two));
+  EXPECT_EQ(std::get<1>(one), std::get<1>(two));
+  EXPECT_EQ(std::get<2>(one), std::get<2>(two));
 }
 
 TEST(train_optimizer, clipping_scales_to_the_global_norm) {
