@@ -23,10 +23,10 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # GloVe's rows start the 16,384 most frequent words (the rest of the lm defaults: 4 pre-norm
-# layers of width 100, 4 heads); no dropout (the model is small for 78M tokens: at 5M tokens of a
-# Wikipedia slice, held-out perplexity 171.8 without it against 180.4 with the default 0.1, as
-# nanoGPT trains GPT-2 without dropout and keeps it for small data); a context of 512 so that generation reaches
-# 512 words with every word seen; batches of 8 windows (4,096 tokens a step, as the defaults);
+# layers of width 100, 4 heads); no dropout (the model is small for an hour's 60-80M tokens: at
+# 5M tokens of a Wikipedia slice, held-out perplexity 171.8 without it against 180.4 with the
+# default 0.1; nanoGPT too trains GPT-2 without dropout and keeps it for small data); a context
+# of 512 so that generation reaches 512 words with every word seen; batches of 8 windows (4,096 tokens a step, as the defaults);
 # the learning rate 0.003 (at 800k tokens of a held-out slice: perplexity 409, against 507 at 0.001);
 # an adaptive softmax with a head of the 2,000 most frequent words (and <unk>, <eos>) and clusters
 # [2000, 6000) and [6000, 16384): 1.8-2.0x the tokens an hour of the full softmax reads, at the

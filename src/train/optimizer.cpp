@@ -24,11 +24,13 @@ std::vector<gradient_piece> gradient_pieces(const std::vector<nn::parameter<floa
   for (size_t i = 0; i < params.size(); ++i) {
     const nn::parameter<float>& p = *params[i];
     if (!p.sparse()) {
-      for (size_t b = 0; b < p.value.size(); b += run) pieces.push_back({i, b, std::min(p.value.size(), b + run), -1});
+      for (size_t b = 0; b < p.value.size(); b += run)
+        pieces.push_back({i, b, std::min(p.value.size(), b + run), -1});
       continue;
     }
     const auto w = static_cast<size_t>(p.row_width);
-    for (int64_t r : p.touched) pieces.push_back({i, static_cast<size_t>(r) * w, static_cast<size_t>(r + 1) * w, r});
+    for (int64_t r : p.touched)
+      pieces.push_back({i, static_cast<size_t>(r) * w, static_cast<size_t>(r + 1) * w, r});
   }
   return pieces;
 }

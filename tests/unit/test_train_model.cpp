@@ -437,7 +437,7 @@ TEST(train_optimizer, row_sparse_table_ends_where_the_dense_update_does) {
 // row-sparse table with 400 of its 1,000 rows reached must come out bit for bit the same on one
 // thread and on two, and the norm must be the sum of squares taken directly in double.
 TEST(train_optimizer, step_and_clipping_are_the_same_on_any_thread_count) {
-  const auto run = [&](int threads) {
+  const auto run = [](int threads) {
     std::mt19937 g(3);
     std::normal_distribution<float> n(0.0f, 1.0f);
     attn::nn::parameter<float> dense, table;
