@@ -42,7 +42,7 @@ struct train_args {
   double mask = train_options{}.mask_share;
   int64_t max_length = train_options{}.max_length, outputs = train_options{}.max_outputs;
   std::string checkpoint;
-  int64_t checkpoint_steps = train_options{}.checkpoint_steps, stop_after_steps = 0;
+  int64_t checkpoint_steps = train_options{}.checkpoint_steps, stop_after_steps = 0, save_steps = 0;
   bool resume = false, group_by_length = false;
   // lm
   int64_t vocab = train_options{}.vocab, context = train_options{}.context, max_tokens = 0, eval_steps = 0;
@@ -55,6 +55,16 @@ struct train_args {
 };
 
 std::atomic<bool> interrupted{false};
+
+// --save-steps: the model at step N beside OUTPUT, named as Hugging Face's checkpoint-N folders
+// are, by the step (model.safetensors → model.step2000.safetensors).
+std::string snapshot_path(const std::string& output, int64_t step) {
+  const std::string extension = ".safetensors";
+  const bool has = output.size() > extension.size() &&
+                   output.compare(output.size() - extension.size(), extension.size(), extension) == 0;
+  const std::string stem = has ? output.substr(0, output.size() - extension.size()) : output;
+  return fmt::format("{}.step{}{}", stem, step, has ? extension : "");
+}
 
 extern "C" void on_interrupt(int) {
   interrupted.store(true);
@@ -147,6 +157,7 @@ void run(const train_args& args, const train_hooks& hooks) {
   o.checkpoint_steps = args.checkpoint_steps;
   o.resume = args.resume;
   o.stop_after_steps = args.stop_after_steps;
+  o.save_steps = args.save_steps;
   check_task_options(o, option_spelling::cli);
   if (!streamed) o.checkpoint.clear();
   if (args.resume && !std::filesystem::exists(o.checkpoint))
@@ -159,6 +170,12 @@ void run(const train_args& args, const train_hooks& hooks) {
     callbacks.on_epoch = [&](const train_epoch_report& r) { progress.epoch(r); };
     callbacks.on_eval = [&](const train_eval_report& r) { progress.eval(r); };
   }
+  callbacks.on_snapshot = [&](int64_t step, const std::string& model_file) {
+    const std::string path = snapshot_path(args.output, step);
+    write_output(path, model_file);
+    progress.clear();
+    fmt::print(stderr, "saved {}: the model at step {}\n", path, step);
+  };
   callbacks.stop = &interrupted;
   callbacks.exchange = exchange;
   interrupted.store(false);
@@ -358,6 +375,10 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                 "out as if never stopped");
   sub->add_option("--stop-after-steps", args->stop_after_steps,
                   "masked-word, lm: stop after N steps in all, saving the checkpoint, as Ctrl-C does")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--save-steps", args->save_steps,
+                  "masked-word, lm: every N steps (a multiple of --eval-steps) also write the model so far "
+                  "to OUTPUT with .stepN before its extension (model.step2000.safetensors)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--vocab", args->vocab,
                   "lm: the N most frequent training words, plus <unk> and <eos> (default 10000)")

@@ -80,6 +80,11 @@ struct train_options {
   int64_t checkpoint_steps = 500;  // save every this many steps (and when stopped); 0: never
   bool resume = false;          // continue from the checkpoint (same data and options)
   int64_t stop_after_steps = 0; // > 0: stop after this many steps in all, as Ctrl-C does
+  // masked-word and lm: > 0: every this many steps (a multiple of eval_steps, where the run
+  // brings its deferred rows up to date anyway, so its bits do not change) also hand the model
+  // so far to on_snapshot, as Hugging Face's save_steps and nanoGPT's checkpoints let one read a
+  // run's model before its end.
+  int64_t save_steps = 0;
 
   // lm only: the vocabulary (the most frequent words, plus the unknown and end-of-paragraph
   // tokens) and the window each position sees (and the learned positions' count). lm and
@@ -156,6 +161,8 @@ struct train_callbacks {
   std::function<void(const train_step_report&)> on_step;
   std::function<void(const train_epoch_report&)> on_epoch;
   std::function<void(const train_eval_report&)> on_eval;
+  // train_options::save_steps: the step and the model so far (a model file's bytes).
+  std::function<void(int64_t step, const std::string& model_file)> on_snapshot;
   const std::atomic<bool>* stop = nullptr;  // set (from a signal handler, say) to stop early
   const gradient_exchange* exchange = nullptr;  // data-parallel: the processes sharing the shards
 };

@@ -497,6 +497,13 @@ void check_corpus_options(const train_options& o) {
   if (!(o.time_limit >= 0) || !std::isfinite(o.time_limit))
     throw_usage("--time must be a positive duration");
   if (o.eval_steps < 0) throw_usage(fmt::format("--eval-steps must be ≥ 0, got {}", o.eval_steps));
+  // A snapshot is taken where the held-out score is, which brings the deferred rows up to date
+  // anyway: elsewhere that would round the run's later steps differently.
+  if (o.save_steps < 0) throw_usage(fmt::format("--save-steps must be ≥ 0, got {}", o.save_steps));
+  if (o.save_steps > 0 && (o.eval_steps == 0 || o.save_steps % o.eval_steps != 0))
+    throw_usage(fmt::format("--save-steps {} must be a multiple of --eval-steps (the steps where the run "
+                            "scores its held-out text){}",
+                            o.save_steps, o.eval_steps == 0 ? ", which is not given" : fmt::format(" {}", o.eval_steps)));
   if (!o.valid.empty())
     throw_usage(fmt::format("{} holds out its own sequences: --valid is not taken", task_name(o.task)));
   if (o.checkpoint_steps < 0 || o.stop_after_steps < 0) throw_usage("checkpoint and stop steps must be ≥ 0");
@@ -786,6 +793,10 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
           p.window_loss_sum = 0;
           p.window_rows = 0;
           if (cb.on_eval) cb.on_eval(result.evaluations.back());
+        }
+        if (o.save_steps > 0 && p.done % o.save_steps == 0 && writes && cb.on_snapshot) {
+          optimiser.flush();  // done by the held-out score above (when the run holds text out)
+          cb.on_snapshot(p.done, model->encode());
         }
         if (o.checkpoint_steps > 0 && p.done % o.checkpoint_steps == 0 && !o.checkpoint.empty() && writes) {
           progress at = p;

@@ -74,8 +74,10 @@ const text_model_config& text_model::config() const { return impl_->config; }
 const std::vector<std::string>& text_model::outputs() const { return impl_->outputs.words(); }
 int64_t text_model::input_vocabulary() const { return impl_->inputs.distinct(); }
 
-std::string text_model::encode() const {
-  const impl& m = *impl_;
+std::string text_model::encode() const { return impl_->encode(); }
+
+std::string text_model::impl::encode() const {
+  const impl& m = *this;
   safetensors_file file;
   for (const nn::parameter<float>* p : m.net.parameters()) {
     // The embedded default vectors are in every attn binary: the model names them instead.
@@ -84,24 +86,24 @@ std::string text_model::encode() const {
     file.tensors.emplace(p->name, tensor(p->shape, p->value));
   }
   const text_model_config& c = m.config;
-  nlohmann::json config = {{"task", task_name(c.task)},
-                           {"embeddings", embedding_name(c.embeddings)},
-                           {"embeddings_trained", c.embeddings_trained},
-                           {"embed_dim", c.embed_dim},
-                           {"new_words", c.new_words},
-                           {"dim", c.dim},
-                           {"heads", c.heads},
-                           {"layers", c.layers},
-                           {"feedforward", c.feedforward},
-                           {"norm_first", c.norm_first},
-                           {"pool", pooling_name(c.pool)},
-                           {"hidden", c.hidden},
-                           {"max_positions", c.max_positions},
-                           {"window", c.window},
-                           {"dropout", c.dropout}};
-  if (!c.output_cutoffs.empty()) config["adaptive_cutoffs"] = c.output_cutoffs;  // absent: full softmax
+  nlohmann::json shape = {{"task", task_name(c.task)},
+                          {"embeddings", embedding_name(c.embeddings)},
+                          {"embeddings_trained", c.embeddings_trained},
+                          {"embed_dim", c.embed_dim},
+                          {"new_words", c.new_words},
+                          {"dim", c.dim},
+                          {"heads", c.heads},
+                          {"layers", c.layers},
+                          {"feedforward", c.feedforward},
+                          {"norm_first", c.norm_first},
+                          {"pool", pooling_name(c.pool)},
+                          {"hidden", c.hidden},
+                          {"max_positions", c.max_positions},
+                          {"window", c.window},
+                          {"dropout", c.dropout}};
+  if (!c.output_cutoffs.empty()) shape["adaptive_cutoffs"] = c.output_cutoffs;  // absent: full softmax
   file.metadata["format"] = model_format;
-  file.metadata["config"] = config.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  file.metadata["config"] = shape.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   file.metadata["outputs"] = nlohmann::json(m.outputs.words()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   // The table's words (unless they are the default vectors'), then the new words' rows.
   const auto& words = m.inputs.words();

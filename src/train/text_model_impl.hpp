@@ -20,6 +20,9 @@ struct text_model::impl {
   nn::network<float> net;
   std::string training;       // JSON: how it was trained (saved as metadata, for the record)
   training_history history;   // what the run scored as it went (saved as "history")
+
+  std::string encode() const;  // the model file's bytes (text_model::encode; a training run's
+                               // snapshots too)
 };
 
 }  // namespace attn

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import one_error_line, run_attn
-from test_language_model import corpus_text
+from test_language_model import corpus_text, tensors
 
 DATA = os.environ.get("ATTN_TEST_DATA") or os.path.join(os.path.dirname(__file__), "..", "data")
 SVG = "{http://www.w3.org/2000/svg}"
@@ -132,3 +132,45 @@ def test_a_plot_that_cannot_be_written_leaves_no_model_either(tmp_path):
                  "-o", model, "--plot", tmp_path / "no-such-folder" / "c.svg")
     assert r.code != 0 and "no-such-folder" in one_error_line(r)
     assert os.listdir(tmp_path) == []
+
+
+def test_snapshots_hold_the_model_at_their_steps_and_change_nothing_else(corpus, tmp_path):
+    # --save-steps (Hugging Face's save_steps): every N steps the model so far beside the output.
+    # One epoch, so that the run's model is its last step's weights, and a snapshot step that
+    # divides the run's steps, so that one snapshot is taken at that last step.
+    one_epoch = [a if a != "2" or LM[i - 1] != "--epochs" else "1" for i, a in enumerate(LM[:-2])]
+    probe = run_attn("train", "--data", corpus, *one_epoch, "--eval-steps", "1", "-o", tmp_path / "probe.safetensors")
+    assert probe.code == 0, probe.err
+    total = int(re.search(r"step \d+/(\d+)", probe.err).group(1))
+    every = next(d for d in (6, 5, 4, 3, 2, 1) if total % d == 0 and total // d >= 2)
+    plain, saved = tmp_path / "plain.safetensors", tmp_path / "m.safetensors"
+    args = [*one_epoch, "--eval-steps", str(every)]
+    assert run_attn("train", "--data", corpus, *args, "-o", plain).code == 0
+    r = run_attn("train", "--data", corpus, *args, "--save-steps", str(every), "-o", saved)
+    assert r.code == 0, r.err
+    # The run's own file is the one a run without snapshots writes, bit for bit.
+    assert saved.read_bytes() == plain.read_bytes()
+    steps = list(range(every, total + 1, every))
+    snapshots = [tmp_path / f"m.step{s}.safetensors" for s in steps]
+    assert sorted(tmp_path.glob("m.step*")) == sorted(snapshots)
+    for s, path in zip(steps, snapshots):
+        assert f"saved {path}: the model at step {s}" in r.err
+    # The last is the finished model's weights; each earlier one a model of its own that attn reads.
+    weights = lambda path: tensors(path)[1]
+    assert weights(snapshots[-1]) == weights(saved)
+    assert weights(snapshots[0]) != weights(snapshots[-1])
+    text = tmp_path / "text.txt"
+    text.write_text(corpus_text(5, seed=9))
+    scored = [json.loads(run_attn("eval", "--model", p, "--data", text).out) for p in (snapshots[0], saved)]
+    assert math.isfinite(scored[0]["perplexity"]) and scored[0]["perplexity"] != scored[1]["perplexity"]
+
+
+def test_save_steps_that_miss_the_held_out_scores_are_a_usage_error(corpus, tmp_path):
+    out = tmp_path / "m.safetensors"
+    for extra in (["--save-steps", "6"], ["--save-steps", "4"]):
+        args = LM + extra if extra[1] == "6" else LM[:-2] + extra
+        r = run_attn("train", "--data", corpus, *args, "-o", out)
+        assert r.code == 1 and "--save-steps" in one_error_line(r) and "--eval-steps" in r.err, r.err
+        assert not list(tmp_path.iterdir())
+    r = run_attn("train", "--data", os.path.join(DATA, "negation_train.tsv"), "--task", "classify", "--save-steps", "4", "-o", out)
+    assert r.code == 1 and "--save-steps is for --task masked-word and lm" in one_error_line(r), r.err
