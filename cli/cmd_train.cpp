@@ -44,6 +44,7 @@ struct train_args {
   std::string checkpoint;
   int64_t checkpoint_steps = train_options{}.checkpoint_steps, stop_after_steps = 0, save_steps = 0;
   bool resume = false, group_by_length = false;
+  double drop_final_stop = 0;
   // lm
   int64_t vocab = train_options{}.vocab, context = train_options{}.context, max_tokens = 0, eval_steps = 0;
   double time_limit = 0;
@@ -153,6 +154,7 @@ void run(const train_args& args, const train_hooks& hooks) {
   o.max_length = args.max_length;
   o.max_outputs = args.outputs;
   o.group_by_length = args.group_by_length;
+  o.drop_final_stop = args.drop_final_stop;
   o.checkpoint = args.checkpoint.empty() ? args.output + ".checkpoint" : args.checkpoint;
   o.checkpoint_steps = args.checkpoint_steps;
   o.resume = args.resume;
@@ -361,6 +363,10 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
   sub->add_flag("--group-by-length", args->group_by_length,
                "masked-word: batches of sentences of like length, so little of a batch is padding "
                "(Hugging Face's group_by_length; off by default)");
+  sub->add_option("--drop-final-stop", args->drop_final_stop,
+                  "masked-word: the share of sentences read without their final . ! or ?, so that a text "
+                  "ending without one reads as text (default 0)")
+      ->check(CLI::Range(0.0, 1.0));
   sub->add_option("--outputs", args->outputs,
                   "masked-word: the most frequent corpus words it can predict (default 30000)")
       ->check(CLI::PositiveNumber);

@@ -491,6 +491,8 @@ void check_corpus_options(const train_options& o) {
   } else {
     if (!(o.mask_share > 0 && o.mask_share < 1))
       throw_usage(fmt::format("--mask must be in (0, 1), got {}", o.mask_share));
+    if (!(o.drop_final_stop >= 0 && o.drop_final_stop <= 1))
+      throw_usage(fmt::format("--drop-final-stop must be in [0, 1], got {}", o.drop_final_stop));
     if (o.max_length < 2) throw_usage(fmt::format("--max-length must be at least 2, got {}", o.max_length));
     if (o.max_outputs < 1) throw_usage(fmt::format("--outputs must be at least 1, got {}", o.max_outputs));
   }
@@ -582,6 +584,10 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
     }
   }
   s.valid.clear();
+  // Training sentences only: the held-out ones are scored whole (as before the option).
+  m.drop_final_stop = o.drop_final_stop;
+  for (const char* stop : {".", "!", "?"})
+    if (const int64_t row = vocab.inputs.find(stop); row >= 0) m.stop_ids.push_back(row);
 
   auto model = std::make_unique<text_model::impl>(c, std::move(vocab.inputs), std::move(vocab.outputs));
   nn::network<float>& net = model->net;

@@ -7,11 +7,16 @@ namespace attn::train {
 masked_sequence mask_words(const word_sequence& s, const masking& m, rng& r) {
   masked_sequence out;
   out.ids = s.ids;
+  size_t length = s.ids.size();
+  if (m.drop_final_stop > 0 && length > 2 &&
+      std::find(m.stop_ids.begin(), m.stop_ids.end(), s.ids.back()) != m.stop_ids.end() &&
+      r.uniform() < m.drop_final_stop)
+    out.ids.pop_back(), --length;
   std::vector<int64_t> candidates;
-  for (size_t t = 0; t < s.classes.size(); ++t)
+  for (size_t t = 0; t < length; ++t)
     if (s.classes[t] >= 0) candidates.push_back(static_cast<int64_t>(t));
   // A lone token has no context to be predicted from.
-  if (candidates.empty() || s.ids.size() < 2) return out;
+  if (candidates.empty() || length < 2) return out;
   for (int64_t t : candidates)
     if (r.uniform() < m.share) out.positions.push_back(t);
   if (out.positions.empty()) out.positions.push_back(candidates[r.below(candidates.size())]);

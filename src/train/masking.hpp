@@ -17,6 +17,12 @@ struct masking {
   double share = 0.15;
   int64_t mask_id = -1;              // the mask token's embedding row
   std::vector<int64_t> output_rows;  // each output word's embedding row (random replacements)
+  // The share of sentences read without their final stop (. ! ?: stop_ids, their rows). Text
+  // split into sentences always ends in one, so a model never sees a last word without it and
+  // reads the last place of a text that lacks one ("... at the bank") as the stop's; BERT's
+  // text, cut anywhere, has no such place. 0: every sentence whole, and no draw is made.
+  double drop_final_stop = 0;
+  std::vector<int64_t> stop_ids;
 };
 
 // One sequence of embedding rows: classes[t] is token t's output word (-1: cannot be predicted).

@@ -94,6 +94,9 @@ void check_task_options(const train_options& o, option_spelling spelling) {
     throw_usage(fmt::format("{} is for {}", named("--dtype bf16", "dtype='bf16'"), streamed_tasks));
   if (!streamed && !o.adaptive_softmax.empty())
     throw_usage(fmt::format("{} is for {}", named("--adaptive-softmax", "adaptive_softmax"), streamed_tasks));
+  if (o.task != text_task::masked_word && o.drop_final_stop > 0)
+    throw_usage(fmt::format("{} is for {}", named("--drop-final-stop", "drop_final_stop"),
+                            named("--task masked-word", "task='masked-word'")));
   if (!streamed && o.save_steps > 0)
     throw_usage(fmt::format("{} is for {}", named("--save-steps", "save_steps"), streamed_tasks));
   if (!streamed && (o.resume || o.stop_after_steps > 0))  // (attn.train has no stop_after_steps)

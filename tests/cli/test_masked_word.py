@@ -230,3 +230,21 @@ def test_neighbors_with_the_builtin_model_puts_three_readings_side_by_side():
     r = run_attn("neighbors", "--model", "builtin", "--word", "shore", "he sat on the bank")
     assert r.code == 1
     assert "not a token of the text" in one_error_line(r)
+
+
+def test_sentences_read_without_their_final_stop_leave_the_last_place_to_words(corpus, model, tmp_path):
+    """--drop-final-stop P: a share of the sentences are read without their final . ! or ?. Every
+    sentence of the corpus ends with one, so a model that always saw it reads the last place of a
+    text without one as the stop's; one that never saw it does not. Recorded; other tasks refuse it."""
+    whole, _ = model
+    dropped = tmp_path / "dropped.safetensors"
+    r = train(corpus, dropped, "--drop-final-stop", "1")
+    assert r.code == 0, r.err
+    assert training_record(dropped)["drop_final_stop"] == 1 and "drop_final_stop" not in training_record(whole)
+    top = lambda m: run_attn("predict", "--model", m, "--top", "3", "the cat sat on the [MASK]").out.split()
+    assert top(whole)[0] == "."
+    assert "." not in top(dropped)
+    r = run_attn("train", "--task", "lm", "--layers", "1", "--data", corpus, "--drop-final-stop", "0.5",
+                 "-o", tmp_path / "lm.safetensors")
+    assert r.code == 1 and "--drop-final-stop is for --task masked-word" in one_error_line(r), r.err
+    assert not (tmp_path / "lm.safetensors").exists()
