@@ -57,16 +57,6 @@ struct train_args {
 
 std::atomic<bool> interrupted{false};
 
-// --save-steps: the model at step N beside OUTPUT, named as Hugging Face's checkpoint-N folders
-// are, by the step (model.safetensors → model.step2000.safetensors).
-std::string snapshot_path(const std::string& output, int64_t step) {
-  const std::string extension = ".safetensors";
-  const bool has = output.size() > extension.size() &&
-                   output.compare(output.size() - extension.size(), extension.size(), extension) == 0;
-  const std::string stem = has ? output.substr(0, output.size() - extension.size()) : output;
-  return fmt::format("{}.step{}{}", stem, step, has ? extension : "");
-}
-
 extern "C" void on_interrupt(int) {
   interrupted.store(true);
   // A second Ctrl-C ends the process at once (nothing has been written: the model file is

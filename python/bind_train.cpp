@@ -88,6 +88,7 @@ const std::map<std::string, setter>& setters() {
       {"max_tokens", [](train_options& o, const std::string& n, const py::handle& v) { o.max_tokens = as<int64_t>(n, v); }},
       {"time", [](train_options& o, const std::string&, const py::handle& v) { o.time_limit = seconds_of(v); }},
       {"eval_steps", [](train_options& o, const std::string& n, const py::handle& v) { o.eval_steps = as<int64_t>(n, v); }},
+      {"save_steps", [](train_options& o, const std::string& n, const py::handle& v) { o.save_steps = as<int64_t>(n, v); }},
       {"dtype", [](train_options& o, const std::string& n, const py::handle& v) {
          const std::string dtype = as<std::string>(n, v);
          if (dtype != "float32" && dtype != "bf16")
@@ -110,6 +111,11 @@ py::dict epoch_event(const train_epoch_report& r) {
   return py::dict("kind"_a = "epoch", "epoch"_a = r.epoch, "epochs"_a = r.epochs, "loss"_a = r.loss,
                   "accuracy"_a = r.accuracy, "eval_loss"_a = r.eval_loss, "on_validation"_a = r.on_validation,
                   "best"_a = r.best, "seconds"_a = r.seconds, "tokens_per_second"_a = r.tokens_per_second);
+}
+
+py::dict snapshot_event(int64_t step, const std::string& path) {
+  using namespace pybind11::literals;
+  return py::dict("kind"_a = "snapshot", "step"_a = step, "path"_a = path);
 }
 
 py::dict eval_event(const train_eval_report& r) {
@@ -146,6 +152,8 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
   // Checkpoints, as the CLI keeps them: beside the output unless named; none without either.
   if (streamed && o.checkpoint.empty() && output) o.checkpoint = output->string() + ".checkpoint";
   if (!streamed) o.checkpoint.clear();
+  // Snapshots go beside the output, as the CLI's --save-steps files do.
+  if (o.save_steps > 0 && !output) throw_usage("save_steps writes the model beside output: give output too");
   if (o.resume && (o.checkpoint.empty() || !std::filesystem::exists(o.checkpoint)))
     throw_input(o.checkpoint.empty() ? "checkpoint" : o.checkpoint, "no checkpoint to resume from");
 
@@ -194,6 +202,10 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
            fmt::format("step {}/{}  {} tokens  valid loss {:.4f}  accuracy {:.4f}", r.step, r.steps, r.tokens, r.loss,
                        r.accuracy));
   };
+  cb.on_snapshot = [&](int64_t step, const std::string& model_file) {
+    const std::string path = save_snapshot(output->string(), step, model_file);
+    report([&] { return snapshot_event(step, path); }, fmt::format("saved {}: the model at step {}", path, step));
+  };
   train_result result;
   {
     py::gil_scoped_release release;
@@ -229,10 +241,12 @@ train_options's names: valid, learn_embeddings, finetune_embeddings, min_count, 
 heads, dim, layers, feedforward, norm_first, pool, hidden, dropout, window, shards, epochs,
 patience, lr, batch, seed, weight_decay, clip, warmup, mask_share, max_length, max_outputs, group_by_length,
 drop_final_stop, checkpoint, checkpoint_steps, resume, vocab, context, max_tokens, time ('30m' or seconds),
-eval_steps, adaptive_softmax (a list of cuts, e.g. [2000, 6000]); an option not given takes the task's default, as on the command line, so the same
+eval_steps, save_steps (every N steps also the model so far beside output, as
+OUTPUT.stepN.safetensors), adaptive_softmax (a list of cuts, e.g. [2000, 6000]); an option not given takes the task's default, as on the command line, so the same
 options and seed give the file attn train writes. callback(event): called with a dict for every
 step ({'kind': 'step', 'loss', 'lr', 'tokens_per_second', 'eta_seconds', ...}), epoch ('epoch':
-'loss', 'accuracy', 'eval_loss', ...) and held-out score ('eval'); without one, progress=True
+'loss', 'accuracy', 'eval_loss', ...), held-out score ('eval') and snapshot ('snapshot': 'step',
+'path'); without one, progress=True
 prints a line per epoch and score to standard error. Ctrl-C (KeyboardInterrupt) stops the run
 after its step; a masked-word or lm run keeps its checkpoint for resume=True. Errors: the CLI's,
 as attn.UsageError and attn.InputError. The GIL is released while it trains.)doc");

@@ -209,6 +209,13 @@ void check_task_options(const train_options& options, option_spelling spelling);
 
 train_result train_text_model(const train_options& options, const train_callbacks& callbacks = {});
 
+// train_options::save_steps' file for step N beside the output, named by the step as Hugging
+// Face's checkpoint-N folders are: model.safetensors → model.step2000.safetensors.
+std::string snapshot_path(const std::string& output, int64_t step);
+// Writes on_snapshot's model file to snapshot_path(output, step), whole or not at all (a
+// temporary renamed into place); returns that path.
+std::string save_snapshot(const std::string& output, int64_t step, const std::string& model_file);
+
 // Whether the file at `path` is a training checkpoint (it begins with the format's magic line).
 bool is_training_checkpoint(const std::string& path);
 

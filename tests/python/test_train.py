@@ -53,6 +53,22 @@ def test_a_language_model_takes_the_tasks_defaults_as_the_cli_does(corpus, tmp_p
     assert scores and all(e["step"] % 5 == 0 and e["loss"] > 0 for e in scores)
 
 
+def test_save_steps_writes_the_clis_snapshots_and_reports_them(corpus, tmp_path):
+    options = dict(layers=1, context=16, batch=8, epochs=2, seed=1, eval_steps=5)
+    events = []
+    attn.train(corpus, task="lm", output=tmp_path / "py.safetensors", callback=events.append, save_steps=10, **options)
+    cli("train", "--task", "lm", "--data", corpus, "--layers", 1, "--context", 16, "--batch", 8, "--epochs", 2,
+        "--seed", 1, "--eval-steps", 5, "--save-steps", 10, "-o", tmp_path / "cli.safetensors")
+    snapshots = [e for e in events if e["kind"] == "snapshot"]
+    assert len(snapshots) >= 2 and [e["step"] for e in snapshots] == list(range(10, 10 * len(snapshots) + 1, 10))
+    for e in snapshots:
+        assert e["path"] == str(tmp_path / f"py.step{e['step']}.safetensors")
+        assert open(e["path"], "rb").read() == (tmp_path / f"cli.step{e['step']}.safetensors").read_bytes()
+    assert sorted(p.name for p in tmp_path.glob("py.step*")) == sorted(os.path.basename(e["path"]) for e in snapshots)
+    assert (tmp_path / "py.safetensors").read_bytes() == (tmp_path / "cli.safetensors").read_bytes()
+    assert attn.TextModel.load(snapshots[0]["path"]).task == "lm"
+
+
 def test_an_adaptive_softmax_is_the_clis(corpus, tmp_path):
     options = dict(layers=1, context=16, batch=8, epochs=1, seed=1, adaptive_softmax=[3, 8], progress=False)
     model = attn.train(corpus, task="lm", output=tmp_path / "py.safetensors", **options)
@@ -114,6 +130,8 @@ def test_a_stop_keeps_the_checkpoint_and_resume_gives_the_uninterrupted_file(cor
     (dict(task="lm", adaptive_softmax="2,5"), attn.UsageError, "option adaptive_softmax takes a list of integers"),
     (dict(learn_embeddings=8, vectors="v.txt"), attn.UsageError, "exclude each other"),
     (dict(task="lm", resume=True), attn.InputError, "no checkpoint to resume from"),
+    (dict(task="lm", eval_steps=5, save_steps=5), attn.UsageError, "save_steps writes the model beside output"),
+    (dict(task="classify", save_steps=5), attn.UsageError, "save_steps is for task='masked-word' and 'lm'"),
 ])
 def test_errors_are_the_clis(options, error, words, tmp_path):
     with pytest.raises(error) as caught:
