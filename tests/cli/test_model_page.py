@@ -44,7 +44,7 @@ def models(tmp_path_factory):
     assert r.returncode == 0, r.stderr
     return {"classify": (classify, "the movie was not good", 2),
             "next-word": (next_word, "not like hate", 1),
-            "masked-word": ("builtin", "he sat on the [MASK] of the river .", 4),
+            "masked-word": ("builtin", "he sat on the [MASK] of the river .", 6),
             "lm": ("builtin-lm", "the history of the city begins in", 4)}
 
 
