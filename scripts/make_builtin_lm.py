@@ -23,7 +23,7 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # GloVe's rows start the 16,384 most frequent words (the rest of the lm defaults: 4 pre-norm
-# layers of width 100, 4 heads); no dropout (the model is small for an hour's 60-80M tokens: at
+# layers of width 100, 4 heads); no dropout (the model is small for an hour's 60-130M tokens: at
 # 5M tokens of a Wikipedia slice, held-out perplexity 171.8 without it against 180.4 with the
 # default 0.1; nanoGPT too trains GPT-2 without dropout and keeps it for small data); a context
 # of 512 so that generation reaches 512 words with every word seen; batches of 8 windows (4,096 tokens a step, as the defaults);

@@ -3,6 +3,7 @@
 Wikipedia corpus with the same vocabulary (issue #28's target for `--model builtin-lm`).
 
   bench/lm/builtin_vs_kneser_ney.py --corpus ../shared/data/wikipedia/enwiki.txt.xz [--order 5]
+      [--model builtin-lm]   (or a file made by scripts/make_builtin_lm.py, before it is embedded: 16,384 words + 2)
 
 1. `attn tokenize --model builtin-lm` reads the whole corpus: the built-in model's 16,384 words,
    <unk> and <eos>, so the n-gram model has the neural model's vocabulary exactly.
@@ -34,6 +35,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--corpus", required=True)
     p.add_argument("--order", type=int, default=5)
+    p.add_argument("--model", default="builtin-lm", help="the model measured and whose vocabulary the n-grams take")
     p.add_argument("--attn", default=os.path.join(REPO, "build", "bin", "attn"))
     p.add_argument("--python", default="/usr/bin/python3")
     a = p.parse_args()
@@ -41,7 +43,7 @@ def main():
         held_text, held_tok, train_tok, all_tok = (os.path.join(work, n) for n in
                                                    ("held.txt", "held.tok", "train.tok", "all.tok"))
         start = time.time()
-        subprocess.run([a.attn, "tokenize", "--model", "builtin-lm", "--data", a.corpus, "-o", all_tok], check=True)
+        subprocess.run([a.attn, "tokenize", "--model", a.model, "--data", a.corpus, "-o", all_tok], check=True)
         opener = lzma.open if a.corpus.endswith(".xz") else open
         with opener(a.corpus, "rt", encoding="utf-8") as raw, open(all_tok, encoding="utf-8") as tokens, \
                 open(held_text, "w", encoding="utf-8") as ht, open(held_tok, "w", encoding="utf-8") as hk, \
@@ -62,7 +64,7 @@ def main():
             if tokens.readline():
                 sys.exit("error: attn tokenize wrote more lines than the corpus has paragraphs")
         prepared = time.time() - start
-        neural = json.loads(subprocess.run([a.attn, "eval", "--model", "builtin-lm", "--data", held_text],
+        neural = json.loads(subprocess.run([a.attn, "eval", "--model", a.model, "--data", held_text],
                                            check=True, capture_output=True, text=True).stdout)
         kn = json.loads(subprocess.run([a.python, os.path.join(REPO, "bench", "peers", "kneser_ney_arrays.py"),
                                         "--train", train_tok, "--test", held_tok, "--order", str(a.order),
