@@ -36,7 +36,8 @@ assert tokens == ["money", "bank", "grows"] and rows.shape == (3, 100) and rows.
 np.testing.assert_allclose(a.sum(1), 1, rtol=1e-6)
 m = attn.TextModel.load("builtin")
 top = m.predict("he sat on the [MASK] of the river .")
-assert top[0][0] == "the", top
+# The wheel carries the trained built-in model: its top 5 holds one of issue #29's river words.
+assert {"bank", "banks", "shore", "edge", "side"} & {w for w, _ in top[:5]}, top
 # The attn command the wheel installed, on PATH: the same numbers as the module.
 cli = subprocess.run(["attn", "embed", "--format", "json", "money bank grows"], capture_output=True, text=True)
 assert cli.returncode == 0, cli.stderr
