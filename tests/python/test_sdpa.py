@@ -94,11 +94,17 @@ def test_gil_is_released_while_computing():
     # A Python thread keeps running during one long sdpa call: the longest pause it sees is a
     # small part of the call's time (were the GIL held, it would see the whole call).
     rng = np.random.default_rng(11)
-    base = rand(rng, 1, 8, 256, 64)
-    start = time.perf_counter()
-    attn.sdpa(base, base, base)
-    once = max(time.perf_counter() - start, 1e-4)
-    q = np.repeat(base, int(np.clip(0.5 / once, 1, 256)), axis=0)  # about half a second
+    base = rand(rng, 1, 8, 1024, 64)
+    attn.sdpa(base, base, base)  # warm: the first call pays for threads and pages
+    # Double the batch until one call takes a fifth of a second on this machine, however fast
+    # it is (a fixed size was too short on a fast CI machine).
+    q = base
+    while True:
+        start = time.perf_counter()
+        attn.sdpa(q, q, q)
+        if time.perf_counter() - start >= 0.2 or q.shape[0] >= 128:
+            break
+        q = np.concatenate([q, q])
     took = []
 
     def work():
