@@ -49,6 +49,14 @@ ATTN_CLONES void softmax_gradient_row(const float* __restrict z, float lse, int6
   d[target] -= scale;
 }
 
+// z = (e^(z − lse) − onehot(target)) · scale, in place (the fused output's block of logits)
+ATTN_CLONES void softmax_gradient_in_place(float* __restrict z, float lse, int64_t target, float scale,
+                                           int64_t c) {
+#pragma omp simd
+  for (int64_t j = 0; j < c; ++j) z[j] = exp_nonpositive(z[j] - lse) * scale;
+  z[target] -= scale;
+}
+
 // to[j] += from[j]
 ATTN_CLONES void add_row(const float* __restrict from, float* __restrict to, int64_t c) {
 #pragma omp simd
@@ -56,6 +64,14 @@ ATTN_CLONES void add_row(const float* __restrict from, float* __restrict to, int
 }
 
 }  // namespace
+
+float cross_entropy_row_in_place(float* z, int64_t target, float scale, int64_t c, float* column_sums) {
+  const float lse = row_log_sum_exp(z, c);
+  const float loss = lse - z[target];
+  softmax_gradient_in_place(z, lse, target, scale, c);
+  if (column_sums != nullptr) add_row(z, column_sums, c);
+  return loss;
+}
 
 double cross_entropy_forward(const double* logits, const int64_t* targets, double* probabilities,
                              int64_t r, int64_t c, double* row_lse) {

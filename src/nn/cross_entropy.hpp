@@ -24,4 +24,9 @@ void cross_entropy_backward(const float* logits, const int64_t* targets, float* 
                             int64_t c, float dloss = 1.0f, const float* row_lse = nullptr,
                             float* column_sums = nullptr);
 
+// One row of logits z [C] turned into its gradient where it lies, for an output that scores a
+// block of rows at a time (fused_output.hpp): returns the row's loss lse(z) − z[target], then z
+// = (softmax(z) − onehot(target)) · scale, and column_sums [C] (when not null) += z.
+float cross_entropy_row_in_place(float* z, int64_t target, float scale, int64_t c, float* column_sums);
+
 }  // namespace attn::nn

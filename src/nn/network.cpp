@@ -2,6 +2,8 @@
 #include "nn/network.hpp"
 
 #include <algorithm>
+#include <type_traits>
+#include <vector>
 
 #include "nn/attention_pool.hpp"
 #include "nn/cross_entropy.hpp"
@@ -314,7 +316,8 @@ T network<T>::forward(const batch& b, network_cache<T>& c, uint64_t dropout_seed
   c.hidden.resize(c.pre.size());
   linear_forward(c.pooled.data(), w1.value.data(), b1.value.data(), c.pre.data(), rows, p,
                  s.hidden);
-  c.logits.resize(static_cast<size_t>(rows * s.classes));
+  c.output_fused = false;
+  if (!fuses_output(b, dropout_seed)) c.logits.resize(static_cast<size_t>(rows * s.classes));
   if (s.tied_output) {
     // hidden = pre (no ReLU: it is compared with embedding rows, which have both signs);
     // logits = hidden·table[output_rows]ᵀ + bias
@@ -323,6 +326,7 @@ T network<T>::forward(const batch& b, network_cache<T>& c, uint64_t dropout_seed
     embedding_forward(output_rows_.data(), embedding.value.data(), s.vocabulary,
                       new_words.value.data(), c.output_table.data(), s.classes, s.embed);
     if (adaptive()) return adaptive_forward(b, c, dropout_seed != 0);
+    if (fuses_output(b, dropout_seed)) return fused_output_forward(b, c);
     linear_forward(c.hidden.data(), c.output_table.data(), b2.value.data(), c.logits.data(), rows,
                    s.hidden, s.classes, output_bf16_);
   } else {
@@ -344,7 +348,7 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
   const int64_t p = s.pooled();
   // loss = cross_entropy(logits, targets)
   std::vector<T>& dlogits = c.dlogits;  // every entry written below
-  if (!adaptive()) {
+  if (!adaptive() && !c.output_fused) {
     dlogits.resize(c.logits.size());
     // (b2's gradient, Σ dlogits over rows, is summed there, while each row is in cache)
     cross_entropy_backward(c.logits.data(), b.targets.data(), dlogits.data(), rows, s.classes, T(1),
@@ -355,6 +359,10 @@ void network<T>::backward(const batch& b, const network_cache<T>& c) {
   std::vector<int64_t> table_rows, new_rows;  // embedding rows given a gradient
   if (adaptive()) {
     dpre = adaptive_backward(b, c, table_rows, new_rows);
+  } else if (c.output_fused) {  // forward took the gradients already
+    for (int64_t j = 0; j < s.classes; ++j) b2.grad[static_cast<size_t>(j)] += c.dbias_fused[static_cast<size_t>(j)];
+    if (output_rows_train()) output_rows_backward(c.dtable, table_rows, new_rows);
+    dpre = c.dhidden_fused;  // hidden = pre
   } else if (s.tied_output) {
     // logits = hidden·Tᵀ + b2 with T = table[output_rows]: dT goes back to the rows it came from
     const bool rows_train = output_rows_train();  // frozen rows need no dT (a V×Ein product)
@@ -510,6 +518,36 @@ std::vector<T> network<T>::adaptive_backward(const batch& b, const network_cache
                            output_bf16_);
   if (rows_train) output_rows_backward(dtable, table_rows, new_rows);
   return dhidden;  // hidden = pre
+}
+
+template <class T>
+bool network<T>::fuses_output(const batch& b, uint64_t dropout_seed) const {
+  // Training (a seed given), float32 products, the full softmax over tied rows, targets to score.
+  return std::is_same_v<T, float> && dropout_seed != 0 && shape_.tied_output && !adaptive() &&
+         !output_bf16_ && !b.rows.empty() && b.targets.size() == b.rows.size() &&
+         fused_output_pays(shape_.classes, shape_.hidden);
+}
+
+template <class T>
+T network<T>::fused_output_forward(const batch& b, network_cache<T>& c) const {
+  if constexpr (std::is_same_v<T, float>) {
+    const network_shape& s = shape_;
+    const auto rows = static_cast<int64_t>(b.rows.size());
+    const bool rows_train = output_rows_train();
+    c.logits.clear();
+    c.row_lse.clear();
+    c.dtable.resize(rows_train ? c.output_table.size() : 0);
+    c.dhidden_fused.resize(c.hidden.size());
+    c.dbias_fused.assign(static_cast<size_t>(s.classes), 0.0f);
+    c.output_fused = true;
+    return fused_output_loss_and_gradients(c.hidden.data(), c.output_table.data(), b2.value.data(),
+                                           b.targets.data(), rows, s.hidden, s.classes,
+                                           c.dhidden_fused.data(), rows_train ? c.dtable.data() : nullptr,
+                                           c.dbias_fused.data(), c.fused_scratch);
+  } else {
+    (void)b, (void)c;
+    return T(0);  // never: fuses_output() is false for double
+  }
 }
 
 template <class T>

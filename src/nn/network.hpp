@@ -20,6 +20,7 @@
 #include "attn/tensor.hpp"
 #include "nn/adaptive_output.hpp"
 #include "nn/encoder_block.hpp"
+#include "nn/fused_output.hpp"
 #include "nn/mean_pool.hpp"
 #include "nn/self_attention_layer.hpp"
 #include "nn/word_window.hpp"
@@ -129,6 +130,12 @@ struct network_cache {
   // a step for a 16k-word language model), kept so that each step reuses the memory instead of
   // faulting in and zeroing fresh pages. Not part of the forward's results.
   mutable std::vector<T> dlogits, dtable;
+  // Training the full softmax's tied output in float: forward takes the loss and the output's
+  // gradients in one pass (fused_output.hpp) and leaves them here for backward, with logits and
+  // row_lse left empty (output_fused true).
+  bool output_fused = false;
+  std::vector<T> dhidden_fused, dbias_fused;  // [R, E], [C]; dtable above holds dtable
+  fused_output_scratch fused_scratch;
 
   // The last block's attention (its per-head Q, K, V and row log-sum-exp).
   const self_attention_cache<T>& last_attention() const {
@@ -186,6 +193,9 @@ class network {
   // The tied output as an adaptive softmax: forward from cache.hidden and cache.output_table (each
   // class's log-probability in cache.logits unless training), backward to hidden's gradient.
   T adaptive_forward(const batch& b, network_cache<T>& cache, bool training) const;
+  // The full softmax's tied output while training in float32: loss and gradients in one pass.
+  bool fuses_output(const batch& b, uint64_t dropout_seed) const;
+  T fused_output_forward(const batch& b, network_cache<T>& cache) const;
   std::vector<T> adaptive_backward(const batch& b, const network_cache<T>& cache,
                                    std::vector<int64_t>& table_rows, std::vector<int64_t>& new_rows);
   // The tied output's gradient dtable [C, Ein] taken back to the embedding rows it came from

@@ -760,8 +760,10 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
         for (size_t k = first; k < end; ++k) group.push_back(lm ? &windows[k] : &masked[k - first]);
         // The step's gradient: the batch's, or its shards' summed in order (attn-mpi: each
         // process computes its own shards and they swap them).
-        // (nonzero also trains the adaptive softmax without scoring every class)
-        const uint64_t dropout_seed = c.dropout > 0 || !c.output_cutoffs.empty() ? (r.next() | 1) : 0;
+        // Never 0, which means "evaluating": a training forward also scores the adaptive
+        // softmax without every class, and takes the full softmax's gradients in the same pass
+        // (nn/fused_output.hpp). (r is this step's own stream, drawn from after the masking.)
+        const uint64_t dropout_seed = r.next() | 1;
         int64_t rows = 0;
         for (const masked_sequence* g : group) rows += static_cast<int64_t>(g->positions.size());
         const auto batch_of = [&](int64_t from, int64_t to) {
