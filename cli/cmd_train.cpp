@@ -43,7 +43,7 @@ struct train_args {
   int64_t max_length = train_options{}.max_length, outputs = train_options{}.max_outputs;
   std::string checkpoint;
   int64_t checkpoint_steps = train_options{}.checkpoint_steps, stop_after_steps = 0, save_steps = 0;
-  bool resume = false, group_by_length = false;
+  bool resume = false, group_by_length = false, pack_sentences = false;
   double drop_final_stop = 0;
   // lm
   int64_t vocab = train_options{}.vocab, context = train_options{}.context, max_tokens = 0, eval_steps = 0;
@@ -144,6 +144,7 @@ void run(const train_args& args, const train_hooks& hooks) {
   o.max_length = args.max_length;
   o.max_outputs = args.outputs;
   o.group_by_length = args.group_by_length;
+  o.pack_sentences = args.pack_sentences;
   o.drop_final_stop = args.drop_final_stop;
   o.checkpoint = args.checkpoint.empty() ? args.output + ".checkpoint" : args.checkpoint;
   o.checkpoint_steps = args.checkpoint_steps;
@@ -353,6 +354,9 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
   sub->add_flag("--group-by-length", args->group_by_length,
                "masked-word: batches of sentences of like length, so little of a batch is padding "
                "(Hugging Face's group_by_length; off by default)");
+  sub->add_flag("--pack-sentences", args->pack_sentences,
+               "masked-word: consecutive sentences joined into sequences of up to --max-length tokens, so "
+               "that little of a batch is padding (RoBERTa's FULL-SENTENCES inputs; off by default)");
   sub->add_option("--drop-final-stop", args->drop_final_stop,
                   "masked-word: the share of sentences read without their final . ! or ?, so that a text "
                   "ending without one reads as text (default 0)")

@@ -78,6 +78,7 @@ const std::map<std::string, setter>& setters() {
       {"mask_share", [](train_options& o, const std::string& n, const py::handle& v) { o.mask_share = as<double>(n, v); }},
       {"max_length", [](train_options& o, const std::string& n, const py::handle& v) { o.max_length = as<int64_t>(n, v); }},
       {"group_by_length", [](train_options& o, const std::string& n, const py::handle& v) { o.group_by_length = as<bool>(n, v); }},
+      {"pack_sentences", [](train_options& o, const std::string& n, const py::handle& v) { o.pack_sentences = as<bool>(n, v); }},
       {"drop_final_stop", [](train_options& o, const std::string& n, const py::handle& v) { o.drop_final_stop = as<double>(n, v); }},
       {"max_outputs", [](train_options& o, const std::string& n, const py::handle& v) { o.max_outputs = as<int64_t>(n, v); }},
       {"checkpoint", [](train_options& o, const std::string& n, const py::handle& v) { o.checkpoint = as<std::filesystem::path>(n, v).string(); }},
@@ -239,7 +240,7 @@ task: 'next-word', 'classify', 'masked-word' or 'lm'. output: also save the mode
 None (the embedded GloVe), a path, or an attn.Vectors. Every other option of attn train, under
 train_options's names: valid, learn_embeddings, finetune_embeddings, min_count, positions,
 heads, dim, layers, feedforward, norm_first, pool, hidden, dropout, window, shards, epochs,
-patience, lr, batch, seed, weight_decay, clip, warmup, mask_share, max_length, max_outputs, group_by_length,
+patience, lr, batch, seed, weight_decay, clip, warmup, mask_share, max_length, max_outputs, group_by_length, pack_sentences,
 drop_final_stop, checkpoint, checkpoint_steps, resume, vocab, context, max_tokens, time ('30m' or seconds),
 eval_steps, save_steps (every N steps also the model so far beside output, as
 OUTPUT.stepN.safetensors), adaptive_softmax (a list of cuts, e.g. [2000, 6000]); an option not given takes the task's default, as on the command line, so the same

@@ -76,6 +76,7 @@ struct train_options {
   int64_t max_length = 64;      // longer sentences are cut into pieces of at most this many tokens
   int64_t max_outputs = 30000;  // the most frequent corpus words that can be predicted
   bool group_by_length = false; // batches of sentences of like length (Hugging Face's group_by_length)
+  bool pack_sentences = false;  // consecutive sentences joined up to max_length (RoBERTa's FULL-SENTENCES)
   double drop_final_stop = 0;   // the share of sentences read without their final . ! or ?
   std::string checkpoint;       // where to save the training state ("" : the CLI's OUT.checkpoint)
   int64_t checkpoint_steps = 500;  // save every this many steps (and when stopped); 0: never

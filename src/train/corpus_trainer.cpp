@@ -111,16 +111,21 @@ survey survey_corpus(const train_options& o) {
 std::vector<int64_t> chunk_steps(const train_options& o, const survey& s, bool validating) {
   std::vector<int64_t> steps;
   int64_t in_chunk = 0, ids = 1;  // an lm chunk's stream starts with the end token
+  std::vector<int64_t> lengths;   // --pack-sentences: the chunk's sentences' lengths
   const auto close = [&] {
-    const int64_t items = is_lm(o) ? count_windows(ids, o.context) : in_chunk;
+    const int64_t items = is_lm(o)            ? count_windows(ids, o.context)
+                          : o.pack_sentences ? static_cast<int64_t>(pack_sizes(lengths, o.max_length).size())
+                                             : in_chunk;
     steps.push_back((items + o.batch - 1) / o.batch);
     in_chunk = 0;
     ids = 1;
+    lengths.clear();
   };
   for (int64_t i = 0; i < s.sequences; ++i) {
     if (held_out(i, validating)) continue;
     ++in_chunk;
     ids += s.lengths[static_cast<size_t>(i)] + 1;
+    if (o.pack_sentences) lengths.push_back(s.lengths[static_cast<size_t>(i)]);
     if (in_chunk == chunk_sequences) close();
   }
   if (in_chunk > 0) close();
@@ -698,6 +703,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
       reader.seek(p.chunk_start);
       std::vector<word_sequence> chunk;            // masked-word: sentences, masked per step
       std::vector<std::vector<std::string>> text;  // lm: paragraphs, cut into windows
+      std::vector<int64_t> lengths;                // --pack-sentences: the sentences' token counts
       int64_t read = 0;
       while (read < chunk_sequences) {
         const int64_t i = reader.position().sequence;
@@ -710,8 +716,10 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
         }
         data_summary unused;  // the survey counted the corpus already
         chunk.push_back(encode(tokens, model->inputs, model->outputs, unused));
+        if (o.pack_sentences) lengths.push_back(static_cast<int64_t>(tokens.size()));
       }
       if (read == 0) break;
+      if (o.pack_sentences) chunk = pack_sentences(chunk, lengths, o.max_length);  // before the shuffle: neighbours
       rng shuffle(mix(mix(o.seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(p.chunk)));
       // lm: each epoch cuts the chunk's stream at other places. The stream starts at a paragraph
       // drawn for the epoch and wraps around to the ones before it, so every window still

@@ -44,6 +44,36 @@ void group_by_length(std::vector<word_sequence>& chunk, size_t batch, rng& shuff
   chunk = std::move(grouped);
 }
 
+std::vector<int64_t> pack_sizes(const std::vector<int64_t>& lengths, int64_t max_length) {
+  std::vector<int64_t> sizes;
+  int64_t tokens = 0;
+  for (int64_t n : lengths) {
+    if (sizes.empty() || tokens + n > max_length) {
+      sizes.push_back(0);
+      tokens = 0;
+    }
+    ++sizes.back();
+    tokens += n;
+  }
+  return sizes;
+}
+
+std::vector<word_sequence> pack_sentences(std::vector<word_sequence>& chunk, const std::vector<int64_t>& lengths,
+                                          int64_t max_length) {
+  std::vector<word_sequence> packs;
+  size_t next = 0;
+  for (int64_t size : pack_sizes(lengths, max_length)) {
+    word_sequence p = std::move(chunk[next++]);
+    for (int64_t k = 1; k < size; ++k, ++next) {
+      p.ids.insert(p.ids.end(), chunk[next].ids.begin(), chunk[next].ids.end());
+      p.classes.insert(p.classes.end(), chunk[next].classes.begin(), chunk[next].classes.end());
+    }
+    packs.push_back(std::move(p));
+  }
+  chunk.clear();
+  return packs;
+}
+
 nn::batch make_masked_batch(const std::vector<const masked_sequence*>& sequences) {
   nn::batch b;
   b.size = static_cast<int64_t>(sequences.size());

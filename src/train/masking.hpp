@@ -45,6 +45,17 @@ masked_sequence mask_words(const word_sequence& s, const masking& m, rng& r);
 // batches): each step still sees a random draw of sentences of one length, the lengths in random order.
 void group_by_length(std::vector<word_sequence>& chunk, size_t batch, rng& shuffle);
 
+// Consecutive sentences joined into sequences of at most max_length tokens (RoBERTa's
+// FULL-SENTENCES inputs): a batch of shuffled sentences is about half padding, a batch of packs
+// little of it, and the sentences keep their order and their neighbours as context. lengths[i]
+// is sentence i's token count as the corpus survey counted it (before words without a row were
+// left out, so a pack is never longer than max_length): pack_sizes gives how many sentences
+// each pack takes (greedily, in order; a sentence alone is never split), the same from the
+// survey's lengths as from the chunk's, so a run knows its steps before it reads the corpus.
+std::vector<int64_t> pack_sizes(const std::vector<int64_t>& lengths, int64_t max_length);
+std::vector<word_sequence> pack_sentences(std::vector<word_sequence>& chunk, const std::vector<int64_t>& lengths,
+                                          int64_t max_length);
+
 // Padded batch; one row per chosen token (pool_row {sequence, position + 1}: token_pool's row).
 nn::batch make_masked_batch(const std::vector<const masked_sequence*>& sequences);
 

@@ -94,6 +94,12 @@ void check_task_options(const train_options& o, option_spelling spelling) {
     throw_usage(fmt::format("{} is for {}", named("--dtype bf16", "dtype='bf16'"), streamed_tasks));
   if (!streamed && !o.adaptive_softmax.empty())
     throw_usage(fmt::format("{} is for {}", named("--adaptive-softmax", "adaptive_softmax"), streamed_tasks));
+  if (o.task != text_task::masked_word && (o.group_by_length || o.pack_sentences))
+    throw_usage(fmt::format("{} is for {}", named("--group-by-length and --pack-sentences", "group_by_length and pack_sentences"),
+                            named("--task masked-word", "task='masked-word'")));
+  if (o.group_by_length && o.pack_sentences)
+    throw_usage(fmt::format("{} and {} are two ways to cut padding: choose one", named("--group-by-length", "group_by_length"),
+                            named("--pack-sentences", "pack_sentences")));
   if (o.task != text_task::masked_word && o.drop_final_stop > 0)
     throw_usage(fmt::format("{} is for {}", named("--drop-final-stop", "drop_final_stop"),
                             named("--task masked-word", "task='masked-word'")));

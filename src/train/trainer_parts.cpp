@@ -233,6 +233,7 @@ std::string training_record(const train_options& o, int64_t epochs) {
     j["max_length"] = o.max_length;
     j["max_outputs"] = o.max_outputs;
     if (o.group_by_length) j["group_by_length"] = true;  // absent: off, as before it existed
+    if (o.pack_sentences) j["pack_sentences"] = true;    // absent: off, as before it existed
     if (o.drop_final_stop > 0) j["drop_final_stop"] = o.drop_final_stop;  // absent: 0, as before it existed
     if (o.max_tokens > 0) j["max_tokens"] = o.max_tokens;  // absent: no token budget
   }

@@ -156,6 +156,31 @@ def test_group_by_length_batches_are_recorded_and_resume_to_the_same_file(corpus
     assert out.read_bytes() == grouped.read_bytes()
 
 
+def test_packed_sentences_are_recorded_resume_to_the_same_file_and_refuse_the_wrong_company(corpus, model, tmp_path):
+    """--pack-sentences: consecutive sentences joined up to --max-length tokens (fewer, fuller
+    sequences: another model than the default's), said in the training record; a run stopped
+    and resumed with it writes the uninterrupted file; it is masked-word's, and not beside
+    --group-by-length."""
+    whole, _ = model
+    packed = tmp_path / "packed.safetensors"
+    r = train(corpus, packed, "--pack-sentences", "--max-length", "20")
+    assert r.code == 0, r.err
+    assert training_record(packed).get("pack_sentences") is True
+    assert "pack_sentences" not in training_record(whole)
+    assert packed.read_bytes() != whole.read_bytes()
+    out = tmp_path / "resumed.safetensors"
+    r = train(corpus, out, "--pack-sentences", "--max-length", "20", "--checkpoint-steps", "3", "--stop-after-steps", "7")
+    assert r.code == 0, r.err
+    r = train(corpus, out, "--pack-sentences", "--max-length", "20", "--resume")
+    assert r.code == 0, r.err
+    assert out.read_bytes() == packed.read_bytes()
+    r = train(corpus, tmp_path / "both.safetensors", "--pack-sentences", "--group-by-length")
+    assert r.code == 1 and "choose one" in one_error_line(r)
+    r = run_attn("train", "--task", "lm", "--data", corpus, "--pack-sentences", "-o", tmp_path / "lm.safetensors")
+    assert r.code == 1 and "masked-word" in one_error_line(r)
+    assert not (tmp_path / "lm.safetensors").exists() and not (tmp_path / "both.safetensors").exists()
+
+
 def test_resume_errors(corpus, tmp_path):
     out = tmp_path / "m.safetensors"
     r = train(corpus, out, "--resume")

@@ -78,7 +78,7 @@ def test_an_adaptive_softmax_is_the_clis(corpus, tmp_path):
     assert model.generate("the", max_words=4, temperature=0).strip()  # the continuation
 
 
-def test_masked_word_group_by_length_max_tokens_and_drop_final_stop_are_the_clis(tmp_path):
+def test_masked_word_group_by_length_max_tokens_drop_final_stop_and_packing_are_the_clis(tmp_path):
     words = "the cat dog bird sat ran on near by mat road barn garden".split()
     lines = [" ".join(words[(i * 5 + j) % len(words)] for j in range(3 + i % 10)) + " ." for i in range(400)]
     data = tmp_path / "varied.txt"
@@ -98,6 +98,13 @@ def test_masked_word_group_by_length_max_tokens_and_drop_final_stop_are_the_clis
         "--drop-final-stop", 0.5, "--max-tokens", 2000, "-o", tmp_path / "cli-stops.safetensors")
     assert (tmp_path / "py-stops.safetensors").read_bytes() == (tmp_path / "cli-stops.safetensors").read_bytes()
     assert (tmp_path / "cli-stops.safetensors").read_bytes() != (tmp_path / "plain.safetensors").read_bytes()
+    # pack_sentences: the CLI's --pack-sentences, another model than the single sentences'.
+    attn.train(data, task="masked-word", layers=1, batch=8, seed=3, pack_sentences=True, max_tokens=2000,
+               output=tmp_path / "py-packed.safetensors", progress=False)
+    cli("train", "--task", "masked-word", "--data", data, "--layers", 1, "--batch", 8, "--seed", 3,
+        "--pack-sentences", "--max-tokens", 2000, "-o", tmp_path / "cli-packed.safetensors")
+    assert (tmp_path / "py-packed.safetensors").read_bytes() == (tmp_path / "cli-packed.safetensors").read_bytes()
+    assert (tmp_path / "cli-packed.safetensors").read_bytes() != (tmp_path / "plain.safetensors").read_bytes()
 
 
 def test_a_stop_keeps_the_checkpoint_and_resume_gives_the_uninterrupted_file(corpus, tmp_path):
