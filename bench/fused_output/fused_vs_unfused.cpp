@@ -24,9 +24,9 @@
 #include "nn/fused_output.hpp"
 
 int main(int argc, char** argv) {
-  const int64_t r = argc > 3 ? std::atoll(argv[1]) : 4096, v = argc > 3 ? std::atoll(argv[2]) : 3932,
-                e = argc > 3 ? std::atoll(argv[3]) : 100;
-  const int rounds = argc > 4 ? std::atoi(argv[4]) : 7;
+  // R V E [rounds], or none: the book's shape
+  const auto arg = [&](int i, int64_t otherwise) { return argc > 3 && argc > i ? std::atoll(argv[i]) : otherwise; };
+  const int64_t r = arg(1, 4096), v = arg(2, 3932), e = arg(3, 100), rounds = arg(4, 7);
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 0.3f);
   std::vector<float> hidden(static_cast<size_t>(r * e)), table(static_cast<size_t>(v * e)), bias(static_cast<size_t>(v));
