@@ -328,8 +328,10 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
       ->check(CLI::Range(int64_t{0}, int64_t{64}));
   sub->add_option("--shards", args->shards,
                   "Cut each batch into N shards, their gradients computed apart and summed in "
-                  "order (default 1; attn-mpi: one per rank); attn train --shards K writes the "
-                  "model of mpirun -n K attn-mpi train bit for bit")
+                  "order (default 1; attn-mpi: one per rank); the shards run side by side, one "
+                  "per thread, each on its own copy of the network, and the model is the same on "
+                  "any number of threads; attn train --shards K writes the model of mpirun -n K "
+                  "attn-mpi train bit for bit")
       ->check(CLI::PositiveNumber);
   sub->add_option("--lr", args->lr, "Peak learning rate (default 0.001; lm: 0.003)")
       ->check(CLI::PositiveNumber);

@@ -625,6 +625,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   const std::vector<nn::parameter<float>*> params = net.parameters();
   adamw optimiser(params, {.weight_decay = o.weight_decay});
   nn::network_cache<float> cache;
+  shard_copies copies;  // --shards: the network's copies the shards run on, side by side
   std::vector<std::vector<float>> best_weights;
 
   // What a checkpoint must match to be resumed: the options and the network they made.
@@ -778,7 +779,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
           return make_masked_batch({group.begin() + from, group.begin() + to});
         };
         const step_totals t = sharded_gradients(net, static_cast<int64_t>(group.size()), rows, batch_of,
-                                                o.shards, dropout_seed, cb.exchange, cache);
+                                                o.shards, dropout_seed, cb.exchange, cache, &copies);
         if (t.rows > 0) clip_gradients(params, o.clip);
         p.loss_sum += t.loss_sum;
         p.rows_sum += t.rows;

@@ -1,12 +1,15 @@
 #include "train/sharded_step.hpp"
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <stdexcept>
 
 #include "attn/error.hpp"
+#include "nn/parallel_elements.hpp"
 
 namespace attn::train {
 
@@ -113,6 +116,67 @@ step_totals add_shard(nn::network<float>& net, shard_reader& r) {
   return t;
 }
 
+// Makes `count` copies of net (the first step) and gives each net's trainable values: the frozen
+// ones (the GloVe table) never change, so they are copied once.
+void refresh_copies(const nn::network<float>& net, int count, shard_copies& copies) {
+  while (static_cast<int>(copies.nets.size()) < count) {
+    copies.nets.push_back(net);
+    copies.caches.emplace_back();
+  }
+  const std::vector<const nn::parameter<float>*> from = net.parameters();
+  for (int c = 0; c < count; ++c) {
+    const std::vector<nn::parameter<float>*> to = copies.nets[static_cast<size_t>(c)].parameters();
+    for (size_t i = 0; i < from.size(); ++i)
+      if (from[i]->trainable) std::copy(from[i]->value.begin(), from[i]->value.end(), to[i]->value.begin());
+  }
+}
+
+// The sum add_shard makes, element for element, taken from the networks the shards were computed
+// on, into on[0] (the network itself, holding shard 0's gradient): each element is 0 + x₀ + x₁ + … in shard
+// order, xₛ = float(gradₛ · scaleₛ), over the shards with rows, and a table's row only from
+// the shards that touched it.
+void sum_in_shard_order(const std::vector<nn::network<float>*>& on, const std::vector<step_totals>& totals,
+                        const std::vector<float>& scales) {
+  std::vector<std::vector<nn::parameter<float>*>> params;
+  for (nn::network<float>* n : on) params.push_back(n->parameters());
+  const std::vector<nn::parameter<float>*> to = params[0];
+  const bool first_counts = totals[0].rows > 0;
+  for (size_t k = 0; k < to.size(); ++k) {
+    nn::parameter<float>& p = *to[k];
+    if (!p.trainable) continue;
+    if (p.sparse()) {
+      const auto width = static_cast<size_t>(p.row_width);
+      if (first_counts)
+        for (int64_t row : p.touched)
+          for (size_t c = 0; c < width; ++c) {
+            float& g = p.grad[static_cast<size_t>(row) * width + c];
+            g = 0.0f + g * scales[0];
+          }
+      for (size_t s = 1; s < on.size(); ++s) {
+        if (totals[s].rows == 0) continue;
+        const nn::parameter<float>& from = *params[s][k];
+        p.touch(from.touched);
+        for (int64_t row : from.touched)
+          for (size_t c = 0; c < width; ++c) {
+            const size_t at = static_cast<size_t>(row) * width + c;
+            p.grad[at] += from.grad[at] * scales[s];
+          }
+      }
+      continue;
+    }
+    const auto n = static_cast<int64_t>(p.grad.size());
+    float* g = p.grad.data();
+#pragma omp parallel for schedule(static) if (nn::worth_threads_elementwise(n))
+    for (int64_t i = 0; i < n; ++i) {
+      float acc = 0.0f;
+      if (first_counts) acc += g[i] * scales[0];
+      for (size_t s = 1; s < on.size(); ++s)
+        if (totals[s].rows > 0) acc += params[s][k]->grad[static_cast<size_t>(i)] * scales[s];
+      g[i] = acc;
+    }
+  }
+}
+
 }  // namespace
 
 uint64_t shard_seed(uint64_t step_seed, int64_t shard) {
@@ -127,7 +191,7 @@ uint64_t shard_seed(uint64_t step_seed, int64_t shard) {
 step_totals sharded_gradients(nn::network<float>& net, int64_t items, int64_t all_rows,
                               const std::function<nn::batch(int64_t, int64_t)>& batch_of, int64_t shards,
                               uint64_t dropout_seed, const gradient_exchange* exchange,
-                              nn::network_cache<float>& cache) {
+                              nn::network_cache<float>& cache, shard_copies* copies) {
   const int processes = exchange != nullptr ? exchange->processes : 1;
   if (shards == 1 && processes == 1) {  // the plain batch gradient
     const nn::batch b = batch_of(0, items);
@@ -142,28 +206,76 @@ step_totals sharded_gradients(nn::network<float>& net, int64_t items, int64_t al
     throw_usage(fmt::format("--shards {} is not a multiple of the {} processes", shards, processes));
   const int64_t mine = shards / processes;
   const int64_t first = (exchange != nullptr ? exchange->process : 0) * mine;
-  std::vector<char> computed;
-  for (int64_t s = first; s < first + mine; ++s) {
+  const int threads = copies != nullptr && !omp_in_parallel()
+                          ? static_cast<int>(std::min<int64_t>(omp_get_max_threads(), mine))
+                          : 1;
+  // One process whose threads take a shard each sums the shards straight from the networks they
+  // were computed on; otherwise each shard's gradient is written out as bytes (for the other
+  // processes, or because one network computes several shards in turn).
+  const bool direct = exchange == nullptr && threads > 1 && mine <= threads;
+  std::vector<step_totals> totals(static_cast<size_t>(mine));
+  std::vector<float> scales(static_cast<size_t>(mine));
+  std::vector<std::vector<char>> computed(static_cast<size_t>(mine));
+  // Shard s's gradient, computed on `on` (the network or a copy of it).
+  const auto compute = [&](int64_t s, nn::network<float>& on, nn::network_cache<float>& on_cache) {
     const int64_t begin = s * items / shards, end = (s + 1) * items / shards;
     step_totals t;
-    net.zero_grad();
+    on.zero_grad();
     if (end > begin) {
       const nn::batch b = batch_of(begin, end);
       t.tokens = b.tokens();
       if (!b.rows.empty()) {
-        const float loss = net.forward(b, cache, shard_seed(dropout_seed, s));
-        net.backward(b, cache);
+        const float loss = on.forward(b, on_cache, shard_seed(dropout_seed, s));
+        on.backward(b, on_cache);
         t.loss_sum = static_cast<double>(loss) * static_cast<double>(b.rows.size());
         t.rows = static_cast<int64_t>(b.rows.size());
       }
     }
     // The shard's loss is its own rows' mean; the batch's is over all rows.
     const float scale = static_cast<float>(static_cast<double>(t.rows) / static_cast<double>(std::max<int64_t>(all_rows, 1)));
-    write_shard(net, t, scale, computed);
+    const auto at = static_cast<size_t>(s - first);
+    totals[at] = t;
+    scales[at] = scale;
+    if (!direct) write_shard(on, t, scale, computed[at]);
+  };
+  const auto network_of = [&](int t) -> nn::network<float>& {
+    return t == 0 ? net : copies->nets[static_cast<size_t>(t - 1)];
+  };
+  if (threads <= 1) {
+    for (int64_t s = first; s < first + mine; ++s) compute(s, net, cache);
+  } else {
+    refresh_copies(net, threads - 1, *copies);
+    std::exception_ptr failed;
+    // Shard first + i on thread i % threads: thread 0 on the network itself, thread t on copy t − 1.
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+    for (int64_t i = 0; i < mine; ++i) {
+      const int t = omp_get_thread_num();
+      omp_set_num_threads(1);  // this thread's own products run on it alone
+      try {
+        compute(first + i, network_of(t), t == 0 ? cache : copies->caches[static_cast<size_t>(t - 1)]);
+      } catch (...) {
+#pragma omp critical(attn_shard_failure)
+        if (!failed) failed = std::current_exception();
+      }
+    }
+    if (failed) std::rethrow_exception(failed);
   }
-  const std::vector<char> every = exchange != nullptr ? exchange->all_gather(computed) : computed;
-  net.zero_grad();
   step_totals sum;
+  if (direct) {
+    std::vector<nn::network<float>*> on;
+    for (int64_t i = 0; i < mine; ++i) on.push_back(&network_of(static_cast<int>(i)));
+    sum_in_shard_order(on, totals, scales);
+    for (const step_totals& t : totals) {
+      sum.loss_sum += t.loss_sum;
+      sum.rows += t.rows;
+      sum.tokens += t.tokens;
+    }
+    return sum;
+  }
+  std::vector<char> mine_bytes;
+  for (const std::vector<char>& c : computed) mine_bytes.insert(mine_bytes.end(), c.begin(), c.end());
+  const std::vector<char> every = exchange != nullptr ? exchange->all_gather(mine_bytes) : mine_bytes;
+  net.zero_grad();
   shard_reader r(every);
   for (int64_t s = 0; s < shards; ++s) {
     const step_totals t = add_shard(net, r);
@@ -177,14 +289,15 @@ step_totals sharded_gradients(nn::network<float>& net, int64_t items, int64_t al
 
 step_totals sharded_gradients(nn::network<float>& net, const std::vector<const encoded_example*>& group,
                               text_task task, int64_t shards, uint64_t dropout_seed,
-                              const gradient_exchange* exchange, nn::network_cache<float>& cache) {
+                              const gradient_exchange* exchange, nn::network_cache<float>& cache,
+                              shard_copies* copies) {
   int64_t all_rows = 0;
   for (const encoded_example* e : group) all_rows += e->predictions();
   const auto batch_of = [&](int64_t begin, int64_t end) {
     return make_batch(std::vector<const encoded_example*>(group.begin() + begin, group.begin() + end), task);
   };
   return sharded_gradients(net, static_cast<int64_t>(group.size()), all_rows, batch_of, shards, dropout_seed,
-                           exchange, cache);
+                           exchange, cache, copies);
 }
 
 }  // namespace attn::train

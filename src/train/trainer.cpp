@@ -326,6 +326,7 @@ train_result train_on_examples(const train_options& o, const train_callbacks& cb
   const std::vector<nn::parameter<float>*> params = net.parameters();
   train::adamw optimiser(params, {.weight_decay = o.weight_decay});
   nn::network_cache<float> cache;
+  train::shard_copies copies;  // --shards: the network's copies the shards run on, side by side
 
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
@@ -349,7 +350,7 @@ train_result train_on_examples(const train_options& o, const train_callbacks& cb
       // A dropout seed from the run's stream (never 0, which means "evaluating").
       const uint64_t dropout_seed = c.dropout > 0 ? (random.next() | 1) : 0;
       const train::step_totals totals =
-          train::sharded_gradients(net, group, o.task, o.shards, dropout_seed, exchange, cache);
+          train::sharded_gradients(net, group, o.task, o.shards, dropout_seed, exchange, cache, &copies);
       train::clip_gradients(params, o.clip);
       const double lr = train::learning_rate(done, total, warmup, o.lr);
       optimiser.step(lr);

@@ -273,3 +273,19 @@ def test_sentences_read_without_their_final_stop_leave_the_last_place_to_words(c
                  "-o", tmp_path / "lm.safetensors")
     assert r.code == 1 and "--drop-final-stop is for --task masked-word" in one_error_line(r), r.err
     assert not (tmp_path / "lm.safetensors").exists()
+
+
+def test_shards_side_by_side_on_two_threads_write_the_one_thread_file(corpus, model, tmp_path):
+    """--shards 2: a step's shards run side by side, one per thread, each on its own copy of the
+    network; the file is the one a single thread writes (the shards in turn), and not the plain
+    batch's (the gradient is summed in another order)."""
+    outs = []
+    for threads in ["1", "2"]:
+        out = tmp_path / f"shards-t{threads}.safetensors"
+        r = train(corpus, out, "--shards", "2", "--threads", threads, "--batch", "64")
+        assert r.code == 0, r.err
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    plain = tmp_path / "plain.safetensors"
+    assert train(corpus, plain, "--batch", "64").code == 0
+    assert plain.read_bytes() != outs[0]

@@ -2,6 +2,7 @@
 // plain batch gradient bit for bit; more shards give the same gradient up to rounding (each
 // shard's mean rescaled to the batch's), also when there are more shards than lines.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <random>
@@ -151,6 +152,41 @@ TEST(sharded_step, language_model_windows_shard_as_examples_do) {
     expect_close(grads(net), plain);
     EXPECT_EQ(t.rows, all_rows) << shards << " shards";
     EXPECT_EQ(t.tokens, whole.tokens);
+  }
+}
+
+// Shards run side by side on the network's copies (one per thread) leave the same bits as one
+// after another, on 1, 2 and 3 threads, with dropout drawn per shard; and the copies follow the
+// network's values from step to step (a copy left stale would give another gradient).
+TEST(sharded_step, shards_side_by_side_give_the_bits_of_one_after_another) {
+  for (auto task : {attn::text_task::classify, attn::text_task::next_word}) {
+    fixture f({5, 1, 9, 3, 7, 2, 4, 6, 8}, task);
+    f.shape.dropout = 0.2;
+    const int threads_before = omp_get_max_threads();
+    for (int64_t shards : {2, 3, 9}) {
+      network<float> in_turn = f.model(task == attn::text_task::next_word);
+      network<float> side_by_side = in_turn;
+      attn::nn::network_cache<float> cache_a, cache_b;
+      attn::train::shard_copies copies;
+      for (int step = 0; step < 3; ++step) {
+        const uint64_t seed = 1000 + static_cast<uint64_t>(step);
+        const auto a = attn::train::sharded_gradients(in_turn, f.group, task, shards, seed, nullptr, cache_a);
+        omp_set_num_threads(1 + step);  // 1, 2, 3 threads
+        const auto b = attn::train::sharded_gradients(side_by_side, f.group, task, shards, seed, nullptr, cache_b,
+                                                      &copies);
+        omp_set_num_threads(threads_before);
+        EXPECT_EQ(grads(side_by_side), grads(in_turn)) << shards << " shards, step " << step;
+        EXPECT_EQ(b.loss_sum, a.loss_sum);
+        EXPECT_EQ(b.rows, a.rows);
+        EXPECT_EQ(b.tokens, a.tokens);
+        // An optimiser's step, the same on both: every trainable value moves.
+        for (auto* net : {&in_turn, &side_by_side})
+          for (auto* p : net->parameters())
+            if (p->trainable)
+              for (size_t i = 0; i < p->value.size(); ++i) p->value[i] -= 0.5f * p->grad[i] + 0.01f;
+      }
+      EXPECT_LE(copies.nets.size(), size_t{2});
+    }
   }
 }
 
