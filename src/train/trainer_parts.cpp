@@ -238,6 +238,8 @@ std::string training_record(const train_options& o, int64_t epochs) {
     if (o.max_tokens > 0) j["max_tokens"] = o.max_tokens;  // absent: no token budget
   }
   if (o.dtype == train_dtype::bf16) j["dtype"] = "bf16";  // absent: float32, as before it existed
+  // The gradient is summed shard by shard: another number of shards gives other bits.
+  if (o.shards > 1) j["shards"] = o.shards;  // absent: one, as before it was recorded
   if (!o.adaptive_softmax.empty()) j["adaptive_softmax"] = o.adaptive_softmax;  // absent: full softmax
   // Paths may hold any bytes; the record is for people, so invalid UTF-8 shows as U+FFFD.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

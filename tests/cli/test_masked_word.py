@@ -288,4 +288,12 @@ def test_shards_side_by_side_on_two_threads_write_the_one_thread_file(corpus, mo
     assert outs[0] == outs[1]
     plain = tmp_path / "plain.safetensors"
     assert train(corpus, plain, "--batch", "64").code == 0
-    assert plain.read_bytes() != outs[0]
+    assert tensor_bytes(plain.read_bytes()) != tensor_bytes(outs[0])
+    # The record says how the gradient was summed; absent, one shard.
+    assert training_record(tmp_path / "shards-t1.safetensors")["shards"] == 2
+    assert "shards" not in training_record(plain)
+
+
+def tensor_bytes(b):
+    """A safetensors file's tensors, without its header (and the training record in it)."""
+    return b[8 + struct.unpack("<Q", b[:8])[0]:]
