@@ -40,7 +40,7 @@ std::vector<subcommand> standard_subcommands() {
       {"embed",
        "attn embed [--vectors PATH] [--scale sqrt|none|NUMBER] [--format text|json|csv|npy] "
        "[--pool mean|max|cls|last [--normalize]] [-o FILE] [--strict] TEXT | --batch FILE\n"
-       "       attn embed --model MODEL [--hide-token] [--format text|json|csv|npy] "
+       "       attn embed --model MODEL [--hide-token] [--layer K] [--format text|json|csv|npy] "
        "[--pool mean|max|cls|last [--normalize]] [-o FILE] [--strict] TEXT | --batch FILE",
        add_embed_command},
       {"bench",

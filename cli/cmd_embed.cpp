@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "attn/embed.hpp"
 #include "attn/error.hpp"
@@ -22,6 +23,7 @@ namespace {
 struct embed_args {
   std::string vectors_path, model_path, scale = "sqrt", format, output = "-", batch, pool;
   bool strict = false, hide_token = false, normalize = false;
+  std::optional<int64_t> layer;  // --layer: the encoder layer read (default: the last)
   std::vector<std::string> text;
   batch_loop loop;  // empty: the one-process loop
 };
@@ -74,12 +76,17 @@ void run_model(const embed_args& args, const std::string& format, const sentence
   if (reading == token_reading::hidden && model.config().task != text_task::masked_word)
     throw_usage(fmt::format("--hide-token reads each place with its word masked: the model {} is "
                             "{}, not masked-word", args.model_path, task_name(model.config().task)));
+  const int64_t layers = std::max<int64_t>(1, model.config().layers);
+  if (args.layer && *args.layer >= layers)
+    throw_usage(fmt::format("--layer {} is out of range: the model {} has {} layer{} (0 … {})", *args.layer,
+                            args.model_path, layers, layers == 1 ? "" : "s", layers - 1));
+  const int64_t layer = args.layer.value_or(-1);
   if (!args.batch.empty()) {
     run_model_embed_batch(args.batch, args.output, format, model, args.model_path, args.strict,
-                          {reading, sentence}, args.loop);
+                          {reading, layer, sentence}, args.loop);
     return;
   }
-  const contextual_embedding e = model.embed(read_text(args.text), reading);
+  const contextual_embedding e = model.embed(read_text(args.text), reading, layer);
   if (!e.unknown.empty()) {
     if (args.strict)
       throw_usage(fmt::format("unknown token '{}' (not known to the model {}); drop --strict to "
@@ -113,6 +120,8 @@ void run(const embed_args& args) {
     throw_usage("--normalize scales sentence vectors: give --pool mean|max|cls|last with it");
   if (args.hide_token && args.model_path.empty())
     throw_usage("--hide-token is for a masked-word model: give --model (e.g. --model builtin)");
+  if (args.layer && args.model_path.empty())
+    throw_usage("--layer reads a trained model's layer: give --model (e.g. --model builtin)");
   if (!args.batch.empty()) {
     if (!args.text.empty())
       throw_usage("--batch reads the sentences from its file; give no TEXT with it");
@@ -195,6 +204,11 @@ void add_embed_command(CLI::App& app, const batch_loop& loop) {
                 "A masked-word model (--model builtin): read each token with itself replaced by "
                 "the mask (what the context says belongs there; one pass per token) instead of "
                 "with itself present");
+  sub->add_option("--layer", args->layer,
+                  "With --model: read encoder layer N's output (0 … layers − 1) instead of the last "
+                  "(an inner layer's residual stream, as Hugging Face's hidden_states give it)")
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("text", args->text, "The text; read from standard input when absent or -");
   sub->callback([args, sub] {
     check_file_roles(*sub);

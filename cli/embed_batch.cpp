@@ -160,7 +160,7 @@ void run_model_embed_batch(const std::string& input, const std::string& output,
       {header(format, dim, sentence), terms, strict,
        [&](const std::string& text, int64_t line, unknown_tokens& unknown) {
         contextual_embedding e;
-        if (unknown.any_known(text, line, known, e.unknown)) e = model.embed(text, how.reading);
+        if (unknown.any_known(text, line, known, e.unknown)) e = model.embed(text, how.reading, how.layer);
         if (sentence.pool)
           return sentence_record(format, sentence, e.tokens, e.unknown, e.embeddings, dim, text, line,
                                  [&](nlohmann::json& j) {

@@ -35,6 +35,7 @@ void run_embed_batch(const std::string& input, const std::string& output, const 
 // How a trained model reads each line: its token reading and, with a pool, one vector a line.
 struct model_reading {
   token_reading reading = token_reading::visible;
+  int64_t layer = -1;  // the encoder layer read (-1: the last)
   sentence_choice sentence;
 };
 

@@ -29,7 +29,8 @@ mean pool → MLP → the next word or the label. TextModel.load(path) reads the
 m.embed(text) -> (tokens, embeddings float32 [L, E]): the output of the model's (last)
     attention block for each token, before pooling (causal for next-word models: row t has
     seen tokens 0 … t only). m.embed(text, pool="mean", normalize=True) -> one float32 vector
-    [E] for the text; hide_token=True reads a masked-word model's tokens hidden.
+    [E] for the text; hide_token=True reads a masked-word model's tokens hidden; layer=k an
+    inner encoder layer's output (from 0; -1 the last).
 m.predict(text, k=5) -> [(label, probability), …], best first.
 m.evaluate(path) -> {"accuracy", "loss", "n", "lines", "scored"} over a file in the task's
 format; every line counts (one the model cannot score is wrong; the loss is over the scored).
@@ -44,15 +45,28 @@ std::shared_ptr<text_model> load(const std::filesystem::path& path) {
   return m;
 }
 
+// The encoder layer a Python caller asks for: None, the last; from 0, or from the end as Python
+// indexes (-1: the last). The library's own index (0 … layers − 1).
+int64_t layer_index(const text_model& m, const std::optional<int64_t>& layer) {
+  const int64_t layers = std::max<int64_t>(1, m.config().layers);
+  if (!layer) return layers - 1;
+  if (*layer < -layers || *layer >= layers)
+    throw_usage(fmt::format("layer {} is out of range: the model has {} layer{} ({} … {})", *layer, layers,
+                            layers == 1 ? "" : "s", -layers, layers - 1));
+  return *layer < 0 ? layers + *layer : *layer;
+}
+
 contextual_embedding embed_text(const text_model& m, const std::string& text, bool strict,
-                                token_reading reading = token_reading::visible) {
+                                token_reading reading = token_reading::visible,
+                                const std::optional<int64_t>& layer = std::nullopt) {
   if (reading == token_reading::hidden && m.config().task != text_task::masked_word)
     throw_usage(fmt::format("hide_token reads each place with its word masked: this model is {}, "
                             "not masked-word", task_name(m.config().task)));
+  const int64_t at = layer_index(m, layer);
   contextual_embedding e;
   {
     py::gil_scoped_release release;
-    e = m.embed(text, reading);
+    e = m.embed(text, reading, at);
   }
   if (!e.unknown.empty()) {
     if (strict)
@@ -105,13 +119,15 @@ py::dict inspect(const text_model& m, const std::string& text, int64_t top) {
 // TextModel.embed(texts): each text embedded on its own (as embed(text) does), the texts shared
 // among the threads with the GIL released; the first failure, by index, is raised after.
 py::object embed_many(const text_model& m, const std::vector<std::string>& texts, bool strict,
-                      const std::optional<std::string>& pool, bool normalize, bool hide_token) {
+                      const std::optional<std::string>& pool, bool normalize, bool hide_token,
+                      const std::optional<int64_t>& layer) {
   if (normalize && !pool) throw_usage("normalize scales sentence vectors: give pool='mean' (or max, cls, last)");
   const sentence_pool how = parse_sentence_pool(pool.value_or("mean"));  // checked before the work
   const token_reading reading = hide_token ? token_reading::hidden : token_reading::visible;
   if (reading == token_reading::hidden && m.config().task != text_task::masked_word)
     throw_usage(fmt::format("hide_token reads each place with its word masked: this model is {}, "
                             "not masked-word", task_name(m.config().task)));
+  const int64_t at = layer_index(m, layer);
   const auto n = static_cast<int64_t>(texts.size());
   std::vector<contextual_embedding> out(texts.size());
   std::vector<std::string> failures(texts.size());
@@ -121,7 +137,7 @@ py::object embed_many(const text_model& m, const std::vector<std::string>& texts
     for (int64_t i = 0; i < n; ++i) {
       const auto k = static_cast<size_t>(i);
       try {
-        out[k] = m.embed(texts[k], reading);
+        out[k] = m.embed(texts[k], reading, at);
       } catch (const std::exception& e) {
         failures[k] = e.what();
       }
@@ -189,27 +205,30 @@ void bind_text_model(py::module_& m) {
       .def(
           "embed",
           [](const text_model& self, const std::string& text, bool strict, const std::optional<std::string>& pool,
-             bool normalize, bool hide_token) -> py::object {
+             bool normalize, bool hide_token, const std::optional<int64_t>& layer) -> py::object {
             if (normalize && !pool) throw_usage("normalize scales sentence vectors: give pool='mean' (or max, cls, last)");
             const std::optional<sentence_pool> how =
                 pool ? std::optional<sentence_pool>(parse_sentence_pool(*pool)) : std::nullopt;
             const contextual_embedding e =
-                embed_text(self, text, strict, hide_token ? token_reading::hidden : token_reading::visible);
+                embed_text(self, text, strict, hide_token ? token_reading::hidden : token_reading::visible, layer);
             if (!how) return py::make_tuple(e.tokens, to_numpy(e.embeddings));
             std::vector<float> v = pool_sentence(e.embeddings, *how, normalize);
             const auto d = static_cast<int64_t>(v.size());
             return to_numpy(tensor({d}, std::move(v)));
           },
           "text"_a, "strict"_a = false, py::kw_only(), "pool"_a = py::none(), "normalize"_a = false,
-          "hide_token"_a = false,
+          "hide_token"_a = false, "layer"_a = py::none(),
           "(tokens, embeddings float32 [L, E]): the last attention block's output per token, "
           "each token read with itself present, before pooling. strict: raise attn.UsageError on "
           "a word the model does not know. pool='mean' (or 'max', 'cls': the first token's row, "
           "'last'): one float32 vector [E] for the text instead (sentence-transformers' "
           "convention), unit length with normalize=True. hide_token=True (masked-word models): "
-          "each token read with itself replaced by the mask, what its context says belongs there.")
+          "each token read with itself replaced by the mask, what its context says belongs there. "
+          "layer=k: encoder layer k's output instead of the last (from 0, or from the end as "
+          "Python indexes: -1 is the last); an inner layer's is the residual stream it hands on, "
+          "as Hugging Face's hidden_states[k + 1] give it.")
       .def("embed", &embed_many, "texts"_a, "strict"_a = false, py::kw_only(), "pool"_a = py::none(),
-           "normalize"_a = false, "hide_token"_a = false,
+           "normalize"_a = false, "hide_token"_a = false, "layer"_a = py::none(),
            "Many texts at once (a list of str), the GIL released and the texts shared among the "
            "cores: with pool, one float32 array [N, E] (row i: texts[i]'s sentence vector); "
            "without, a list of (tokens, embeddings [L_i, E]). A text the model cannot read raises "

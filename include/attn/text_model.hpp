@@ -207,6 +207,10 @@ class text_model {
   // there (one pass per token). A text with no known word is a usage error, and so is the
   // hidden reading of a model that was not trained to fill masks.
   contextual_embedding embed(std::string_view text, token_reading reading = token_reading::visible) const;
+  // The same read at encoder layer `layer` (0 … layers − 1; -1: the last, as above) instead of
+  // the last: an inner layer's output is the residual stream it hands to the next layer, as it
+  // is (Hugging Face's hidden_states[layer + 1]). Out of range: a usage error.
+  contextual_embedding embed(std::string_view text, token_reading reading, int64_t layer) const;
   // A masked-word model's readings mapped into the word vectors' space (the vectors its output
   // scores against): [L, embed_dim], comparable with the static vectors by cosine. Other
   // models: a usage error.

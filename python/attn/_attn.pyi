@@ -82,19 +82,19 @@ class TextModel:
         """A model file from attn train, or "builtin" / "builtin-lm"."""
     @overload
     def embed(self, text: str, strict: bool = False, *, pool: None = None, normalize: bool = False,
-              hide_token: bool = False) -> Tuple[List[str], _Array]:
-        """(tokens, embeddings [L,E]): the last block's output per token."""
+              hide_token: bool = False, layer: Optional[int] = None) -> Tuple[List[str], _Array]:
+        """(tokens, embeddings [L,E]): the last block's output per token (layer=k: layer k's)."""
     @overload
     def embed(self, text: str, strict: bool = False, *, pool: str, normalize: bool = False,
-              hide_token: bool = False) -> _Array:
+              hide_token: bool = False, layer: Optional[int] = None) -> _Array:
         """One sentence vector [E] (pool: "mean", "max", "cls", "last")."""
     @overload
     def embed(self, texts: List[str], strict: bool = False, *, pool: None = None, normalize: bool = False,
-              hide_token: bool = False) -> List[Tuple[List[str], _Array]]:
+              hide_token: bool = False, layer: Optional[int] = None) -> List[Tuple[List[str], _Array]]:
         """Many texts at once: (tokens, embeddings [L_i, E]) for each."""
     @overload
     def embed(self, texts: List[str], strict: bool = False, *, pool: str, normalize: bool = False,
-              hide_token: bool = False) -> _Array:
+              hide_token: bool = False, layer: Optional[int] = None) -> _Array:
         """Many texts at once: their sentence vectors [N, E]."""
     def save(self, path: _Path) -> None: ...
     def predict(self, text: str, k: int = 5) -> List[Tuple[str, float]]: ...

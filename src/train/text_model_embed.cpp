@@ -14,10 +14,19 @@ namespace attn {
 
 namespace {
 
+// Encoder layer `layer`'s output in a forward's cache: the last one's is y (after a pre-norm
+// model's final layer norm); an inner one's is the residual stream it hands to the next layer,
+// as it is (what PyTorch's and Hugging Face's hidden_states give).
+const std::vector<float>& layer_output(const text_model::impl& m, const nn::network_cache<float>& cache,
+                                       int64_t layer) {
+  const int64_t last = std::max<int64_t>(1, m.config.layers) - 1;
+  return layer < 0 || layer == last ? cache.y : cache.between[static_cast<size_t>(layer)];
+}
+
 // The cloze reading of a masked-word model: one sequence per token, that token replaced by the
 // mask token, all in one batch; row t is sequence t's output at t (what the context says
 // belongs there, with nothing of the word itself).
-std::vector<float> hidden_readings(const text_model::impl& m, const nn::batch& text) {
+std::vector<float> hidden_readings(const text_model::impl& m, const nn::batch& text, int64_t layer) {
   const int64_t l = text.length, e = m.config.dim;
   const int64_t mask = m.inputs.find(train::mask_token);
   nn::batch b;
@@ -31,16 +40,25 @@ std::vector<float> hidden_readings(const text_model::impl& m, const nn::batch& t
   // No rows: only cache.y is read (the output head is not run).
   nn::network_cache<float> cache;
   m.net.forward(b, cache);
+  const std::vector<float>& rows = layer_output(m, cache, layer);
   std::vector<float> out(static_cast<size_t>(l * e));
   for (int64_t t = 0; t < l; ++t)
-    std::copy_n(cache.y.begin() + (t * l + t) * e, e, out.begin() + t * e);
+    std::copy_n(rows.begin() + (t * l + t) * e, e, out.begin() + t * e);
   return out;
 }
 
 }  // namespace
 
 contextual_embedding text_model::embed(std::string_view text, token_reading reading) const {
+  return embed(text, reading, -1);
+}
+
+contextual_embedding text_model::embed(std::string_view text, token_reading reading, int64_t layer) const {
   const impl& m = *impl_;
+  const int64_t layers = std::max<int64_t>(1, m.config.layers);
+  if (layer < -1 || layer >= layers)
+    throw_usage(fmt::format("layer {} is out of range: the model has {} layer{} (0 … {})", layer, layers,
+                            layers == 1 ? "" : "s", layers - 1));
   if (reading == token_reading::hidden && m.config.task != text_task::masked_word)
     throw_usage(fmt::format("the hidden-token reading needs a masked-word model (this one is {})",
                             task_name(m.config.task)));
@@ -49,7 +67,7 @@ contextual_embedding text_model::embed(std::string_view text, token_reading read
     contextual_embedding out;
     out.tokens = in.tokens;
     out.unknown = in.unknown;
-    out.embeddings = tensor({in.batch.length, m.config.dim}, hidden_readings(m, in.batch));
+    out.embeddings = tensor({in.batch.length, m.config.dim}, hidden_readings(m, in.batch, layer));
     return out;
   }
   nn::batch tokens_only = in.batch;
@@ -57,14 +75,15 @@ contextual_embedding text_model::embed(std::string_view text, token_reading read
   tokens_only.targets.clear();
   nn::network_cache<float> cache;
   m.net.forward(tokens_only, cache);
-  // cache.y [1, L, E]: the last attention block's output. For next-word and lm models the
+  // [1, L, E]: the layer's output (the last's by default). For next-word and lm models the
   // attention is causal, so row t has seen tokens 0 … t only, as when the model predicts from
   // prefix t.
+  const std::vector<float>& rows = layer_output(m, cache, layer);
   const int64_t l = in.batch.length, e = m.config.dim;
   contextual_embedding out;
   out.tokens = in.tokens;
   out.unknown = in.unknown;
-  out.embeddings = tensor({l, e}, std::vector<float>(cache.y.begin(), cache.y.begin() + l * e));
+  out.embeddings = tensor({l, e}, std::vector<float>(rows.begin(), rows.begin() + l * e));
   return out;
 }
 

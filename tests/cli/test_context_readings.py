@@ -242,3 +242,44 @@ def test_masked_word_training_stops_at_its_time_budget(context_model, tmp_path):
     r = run_attn("train", "--task", "lm", "--data", corpus, "--dtype", "float16", "-o", out)
     assert r.code == 1
     assert "--dtype" in one_error_line(r)
+
+
+def test_layer_reads_an_inner_layer_in_every_path(tmp_path, context_model):
+    """--layer K: encoder layer K's output (0 … layers − 1) instead of the last. The last layer
+    by number is the default's bits; an inner one differs; --batch, --pool and --hide-token read
+    the same layer; out of range or without --model is one usage line."""
+    tokens, last = rows("--model", "builtin", RIVER)
+    _, by_number = rows("--model", "builtin", "--layer", "5", RIVER)
+    assert np.array_equal(last, by_number)
+    _, inner = rows("--model", "builtin", "--layer", "2", RIVER)
+    assert inner.shape == last.shape
+    assert cosine(inner[tokens.index("bank")], last[tokens.index("bank")]) < 0.99
+    lines = tmp_path / "lines.txt"
+    lines.write_text(RIVER + "\n" + CAT + "\n")
+    out = tmp_path / "out.jsonl"
+    r = run_attn("embed", "--model", "builtin", "--layer", "2", "--batch", lines, "-o", out)
+    assert r.code == 0, r.err
+    first = json.loads(out.read_text().splitlines()[0])
+    assert np.array_equal(np.array(first["embeddings"], dtype=np.float64), inner)
+    r = run_attn("embed", "--model", "builtin", "--layer", "2", "--pool", "mean", "--format", "json", RIVER)
+    assert r.code == 0, r.err
+    np.testing.assert_allclose(np.array(json.loads(r.out)["embedding"]), inner.mean(axis=0), rtol=1e-5, atol=1e-6)
+    _, hidden_inner = rows("--model", "builtin", "--layer", "2", "--hide-token", RIVER)
+    _, hidden_inner_cat = rows("--model", "builtin", "--layer", "2", "--hide-token", CAT)
+    at = tokens.index("bank")
+    assert np.array_equal(hidden_inner[at], hidden_inner_cat[at])
+    assert not np.allclose(hidden_inner[at], inner[at])
+    # The one-layer model trained here has layer 0 only.
+    _, only = rows("--model", context_model[0], "--layer", "0", "the cat sat on the mat")
+    _, default = rows("--model", context_model[0], "the cat sat on the mat")
+    assert np.array_equal(only, default)
+    for args, code, words in [
+        (["--model", "builtin", "--layer", "6", RIVER], 1, "out of range"),
+        (["--model", context_model[0], "--layer", "1", RIVER], 1, "out of range"),
+        (["--model", "builtin", "--layer", "-1", RIVER], 1, "--layer"),
+        (["--layer", "1", RIVER], 1, "--model"),
+    ]:
+        r = run_attn("embed", *args)
+        assert r.code == code, r.err
+        assert words in one_error_line(r), r.err
+        assert r.out == ""

@@ -386,3 +386,26 @@ def test_embed_takes_many_texts_at_once():
     with pytest.raises(attn.UsageError, match=r"texts\[1\]"):
         m.embed(["a cat", "zzqxv qqzzx"], pool="mean")
     assert m.embed([], pool="mean").shape == (0, BUILTIN_WIDTH)
+
+
+def test_embed_layer_reads_an_inner_layer_as_the_cli_does():
+    """layer=k: encoder layer k's output (from 0; negative from the end, -1 the last), one text
+    or many, pooled or not; the CLI's --layer gives the same bits; out of range raises."""
+    m = attn.TextModel.load("builtin")
+    text = "he sat on the bank of the river"
+    _, last = m.embed(text)
+    assert np.array_equal(m.embed(text, layer=-1)[1], last)
+    _, inner = m.embed(text, layer=2)
+    assert inner.shape == last.shape and not np.allclose(inner, last)
+    assert np.array_equal(m.embed(text, layer=-4)[1], inner)  # six layers: -4 is 2
+    assert np.array_equal(m.embed([text], layer=2)[0][1], inner)
+    np.testing.assert_allclose(m.embed(text, pool="mean", layer=2), inner.mean(0, dtype=np.float64),
+                               rtol=1e-5, atol=1e-6)
+    if os.path.exists(ATTN):
+        cli = json.loads(run_cli("embed", "--model", "builtin", "--layer", "2", "--format", "json", text))
+        np.testing.assert_array_equal(inner, np.array(cli["embeddings"], np.float32))
+    for bad in (6, -7):
+        with pytest.raises(attn.UsageError, match="out of range"):
+            m.embed(text, layer=bad)
+        with pytest.raises(attn.UsageError, match="out of range"):
+            m.embed([text], layer=bad)

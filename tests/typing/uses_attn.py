@@ -26,7 +26,7 @@ def main() -> None:
     model = attn.TextModel.load("builtin")
     word, probability = fill(model, "he sat on the [MASK] of the river .")
     print(word, round(probability, 3), sentence_vectors(model, ["a cat", "a dog"]).shape)
-    toks, per_token = model.embed("the bank", hide_token=True)
+    toks, per_token = model.embed("the bank", hide_token=True, layer=2)
     print(len(toks), per_token.dtype, model.dim, model.heads, model.task)
     lm = attn.TextModel.load("builtin-lm")
     text: str = lm.generate("the river", max_words=5, temperature=0.0)

@@ -13,6 +13,7 @@
 #include "attn/train.hpp"
 #include "nn/network.hpp"
 #include "train/dataset.hpp"
+#include "train/model_input.hpp"
 #include "train/text_model_impl.hpp"
 
 namespace {
@@ -182,6 +183,72 @@ TEST(text_model_embed, word_rows_are_the_rows_the_model_reads) {
         const float position = net.shape().positions > 0 ? net.position.value[static_cast<size_t>(j)] : 0.0f;
         ASSERT_FLOAT_EQ((*row)[static_cast<size_t>(j)] + position, cache.x[static_cast<size_t>(j)]) << word << " " << j;
       }
+    }
+  }
+}
+
+TEST(text_model_embed, an_inner_layer_is_the_residual_stream_a_shorter_network_ends_with) {
+  // The oracle: a network of the built-in model's first k + 1 layers (the same weights) run on
+  // the same ids; a pre-norm network keeps its last block's output, before the final norm, in
+  // cache.stack. Layer k's rows must be those bits, visible and (row t with token t masked)
+  // hidden; the last layer's are embed's default, and a layer past the last is a usage error.
+  const attn::text_model m = attn::text_model::builtin();
+  const auto& net = m.internals().net;
+  ASSERT_TRUE(net.shape().norm_first);
+  const int64_t layers = net.shape().layers, e = m.config().dim;
+  ASSERT_GE(layers, 3);
+  const std::vector<std::string> words = {"she", "sat", "on", "the", "bank"};
+  const auto l = static_cast<int64_t>(words.size());
+  const std::string text = "she sat on the bank";
+  const std::string masked = "she sat on the [MASK]";
+  const auto stream = [&](int64_t k, const std::vector<std::string>& ws) {
+    attn::nn::network_shape shape = net.shape();
+    shape.layers = k + 1;
+    attn::nn::network<float> first(shape);
+    first.embedding.value = net.embedding.value;
+    first.new_words.value = net.new_words.value;
+    first.position.value = net.position.value;
+    for (int64_t i = 0; i <= k; ++i) first.layers[static_cast<size_t>(i)] = net.layers[static_cast<size_t>(i)];
+    first.final_norm_weight.value = net.final_norm_weight.value;
+    first.final_norm_bias.value = net.final_norm_bias.value;
+    attn::train::encoded_example ex;
+    for (const std::string& w : ws) ex.inputs.push_back(m.internals().inputs.find(w));
+    attn::nn::batch b = attn::train::make_batch({&ex}, attn::text_task::classify);
+    b.rows.clear();
+    b.targets.clear();
+    attn::nn::network_cache<float> cache;
+    first.forward(b, cache);
+    return cache.stack;
+  };
+  for (int64_t k = 0; k + 1 < layers; ++k) {
+    const attn::contextual_embedding v = m.embed(text, attn::token_reading::visible, k);
+    ASSERT_EQ(v.tokens, words);
+    const std::vector<float> want = stream(k, words);
+    ASSERT_EQ(static_cast<int64_t>(want.size()), l * e);
+    for (int64_t i = 0; i < l * e; ++i) ASSERT_EQ(v.embeddings.data()[i], want[static_cast<size_t>(i)]) << k << " " << i;
+    // Hidden: the last row is the masked text's at its last place.
+    const attn::contextual_embedding h = m.embed(text, attn::token_reading::hidden, k);
+    std::vector<std::string> with_mask = words;
+    with_mask.back() = attn::train::mask_token;
+    const std::vector<float> masked_stream = stream(k, with_mask);
+    const attn::contextual_embedding hm = m.embed(masked, attn::token_reading::visible, k);
+    for (int64_t j = 0; j < e; ++j) {
+      ASSERT_EQ(h.embeddings.at({l - 1, j}), masked_stream[static_cast<size_t>((l - 1) * e + j)]) << k << " " << j;
+      ASSERT_EQ(hm.embeddings.at({l - 1, j}), masked_stream[static_cast<size_t>((l - 1) * e + j)]) << k << " " << j;
+    }
+  }
+  const attn::tensor last = m.embed(text, attn::token_reading::visible, layers - 1).embeddings;
+  const attn::tensor by_default = m.embed(text).embeddings;
+  ASSERT_TRUE(std::equal(last.data(), last.data() + last.numel(), by_default.data()));
+  const attn::tensor inner = m.embed(text, attn::token_reading::visible, layers - 2).embeddings;
+  EXPECT_FALSE(std::equal(inner.data(), inner.data() + inner.numel(), by_default.data()));
+  for (const int64_t bad : {layers, int64_t{-2}}) {
+    try {
+      m.embed(text, attn::token_reading::visible, bad);
+      FAIL() << "expected an error for layer " << bad;
+    } catch (const attn::error& err) {
+      EXPECT_EQ(err.kind(), attn::error_kind::usage);
+      EXPECT_NE(std::string(err.what()).find("out of range"), std::string::npos) << err.what();
     }
   }
 }
