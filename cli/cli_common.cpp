@@ -80,6 +80,24 @@ void add_threads_option(CLI::App* command) {
       ->check(CLI::Range(1, 4096));
 }
 
+namespace {
+
+CLI::Validator number_check(bool zero_allowed) {
+  return CLI::Validator(
+      [zero_allowed](std::string& text) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value)) return fmt::format("'{}' is not a number", text);
+        if (zero_allowed ? value >= 0 : value > 0) return "";
+        return fmt::format("must be {}, not {}", zero_allowed ? "0 or more" : "more than 0", text);
+      },
+      zero_allowed ? "NONNEGATIVE" : "POSITIVE");  // the help's words, as CLI11's
+}
+
+}  // namespace
+
+const CLI::Validator positive_number = number_check(false);
+const CLI::Validator non_negative_number = number_check(true);
+
 bool stdout_is_terminal() { return isatty(STDOUT_FILENO) != 0; }
 
 void write_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {

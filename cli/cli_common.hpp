@@ -53,6 +53,11 @@ const std::string& check_picture_length(const std::string& text, const std::stri
 // --threads N on a heavy command: OpenMP's thread count for the run (default: all cores).
 void add_threads_option(CLI::App* command);
 
+// Checks for numeric options that say what they want: "--batch: must be more than 0, not 0"
+// (CLI11's PositiveNumber and NonNegativeNumber name a range up to 1.8e308 instead).
+extern const CLI::Validator positive_number;      // > 0
+extern const CLI::Validator non_negative_number;  // ≥ 0
+
 void warn(const std::string& message);
 bool stdout_is_terminal();
 

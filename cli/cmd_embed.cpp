@@ -208,7 +208,7 @@ void add_embed_command(CLI::App& app, const batch_loop& loop) {
                   "With --model: read encoder layer N's output (0 … layers − 1) instead of the last "
                   "(an inner layer's residual stream, as Hugging Face's hidden_states give it)")
       ->type_name("N")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   sub->add_option("text", args->text, "The text; read from standard input when absent or -");
   sub->callback([args, sub] {
     check_file_roles(*sub);

@@ -91,12 +91,12 @@ void add_generate_command(CLI::App& app) {
                         "Wikipedia)"));
   sub->add_option("--max-words", args->options.max_words,
                   "Tokens to make at most, punctuation included (default 100)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   sub->add_option("--temperature", args->options.temperature,
                   "Sampling temperature (default 1; 0: always the most likely word, deterministic)")
       ->check(CLI::Range(0.0, 100.0));
   sub->add_option("--top-k", args->options.top_k, "Sample among the K most likely words (default: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   sub->add_option("--top-p", args->options.top_p,
                   "Sample among the fewest most likely words whose probabilities reach P (default 1)")
       ->check(CLI::Range(0.0, 1.0));

@@ -130,7 +130,7 @@ void add_mha_command(CLI::App& app) {
       ->required();
   sub->add_option("--heads", args->heads, "Number of heads (divides the embedding size)")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   reads(sub->add_option("--query", args->query, "Query .npy, float32 [B, L, E] (or [L, E])"))->required();
   reads(sub->add_option("--key", args->key, "Key .npy [B, S, kdim] (default: the query)"));
   reads(sub->add_option("--value", args->value, "Value .npy [B, S, vdim] (default: the query)"));

@@ -92,7 +92,7 @@ void add_predict_command(CLI::App& app) {
       "predict", "The next word (or label) a trained model predicts, then the top K");
   reads(sub->add_option("--model", args->model, "Model file from attn train"))->required();
   sub->add_option("--top", args->top, "How many candidates to list (default 5; 0: none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   reads(sub->add_option("--batch", args->batch,
                         "Predict for every line of FILE (- for standard input): JSON Lines, one "
                         "record per line"))

@@ -284,39 +284,39 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                         "Pre-trained word vectors (default: the embedded GloVe 6B 100d)"));
   sub->add_option("--learn-embeddings", args->learn_embeddings,
                   "Learn embeddings of this width from the data instead of pre-trained ones")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   sub->add_flag("--finetune-embeddings,!--frozen-embeddings", args->finetune,
                 "Train the pre-trained vectors too (the default; with the embedded GloVe, a copy "
                 "of each training word's vector), or keep them frozen");
   sub->add_flag("--positions", args->positions, "Add learned positional embeddings");
   sub->add_option("--heads", args->heads, "Attention heads (default 4; divides --dim)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   sub->add_option("--dim", args->dim, "Attention width (default: the embedding width)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   sub->add_option("--hidden", args->hidden, "MLP hidden width (default: the attention width)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   sub->add_option("--epochs", args->epochs,
                   "Most passes over the data (default: enough for 1000 optimiser steps, at least "
                   "4, at most 1000; early stopping may end sooner)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   sub->add_option("--patience", args->patience,
                   "Stop after this many epochs without a better validation score (default 3)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   sub->add_option("--min-count", args->min_count,
                   "Training words without a pre-trained vector that occur at least N times get "
                   "a learned row (default 1; 0: skip them). lm: words seen fewer than N times are <unk> "
                   "(default 2, so the model learns how often unknown words come)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   sub->add_option("--layers", args->layers,
                   "0: the seeds' attention layer; N: N Transformer encoder layers (residuals, "
                   "layer norm, feed-forward)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   sub->add_flag("--norm-first", args->norm_first,
                 "Encoder layers pre-norm (PyTorch's norm_first=True, GPT-2's blocks), with a final "
                 "layer norm after them; default: post-norm, PyTorch's default");
   sub->add_option("--feedforward", args->feedforward,
                   "Encoder layers' feed-forward width (default: twice --dim)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   sub->add_option("--pool", args->pool, "How token vectors become one: max (default), mean (the seeds'), mean+max or "
                   "attention (a learned query's weights)");
   sub->add_option("--dropout", args->dropout, "Dropout on the embeddings and the pooled vector (default 0.3)")
@@ -332,20 +332,20 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                   "per thread, each on its own copy of the network, and the model is the same on "
                   "any number of threads; attn train --shards K writes the model of mpirun -n K "
                   "attn-mpi train bit for bit")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   sub->add_option("--lr", args->lr, "Peak learning rate (default 0.001; lm: 0.003)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   sub->add_option("--batch", args->batch, "Lines per step (default 32; lm: windows)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   // Parsed by attn, not CLI11, whose unsigned conversion wraps -1 and 2^64 into valid seeds.
   sub->add_option_function<std::string>(
          "--seed", [args](const std::string& text) { args->seed = parse_seed(text); },
          "Random seed, 0 to 2^64 − 1 (default 0): same seed, same model")
       ->type_name("UINT");
   sub->add_option("--weight-decay", args->weight_decay, "AdamW weight decay (default 0.01)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   sub->add_option("--clip", args->clip, "Gradient norm limit (default 1; 0 = none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   sub->add_option("--warmup", args->warmup, "Share of steps warming up (default 0.05)")
       ->check(CLI::Range(0.0, 1.0));
   sub->add_option("--mask", args->mask, "masked-word: share of the words hidden (default 0.15)")
@@ -365,31 +365,31 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
       ->check(CLI::Range(0.0, 1.0));
   sub->add_option("--outputs", args->outputs,
                   "masked-word: the most frequent corpus words it can predict (default 30000)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   sub->add_option("--checkpoint", args->checkpoint,
                   "masked-word, lm: training state file (default: OUTPUT.checkpoint), saved every "
                   "--checkpoint-steps and on Ctrl-C, removed when the run completes");
   sub->add_option("--checkpoint-steps", args->checkpoint_steps,
                   "masked-word, lm: save the training state every N steps (default 500; 0: only on Ctrl-C)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   sub->add_flag("--resume", args->resume,
                 "masked-word, lm: go on from the checkpoint (same command otherwise); the model comes "
                 "out as if never stopped");
   sub->add_option("--stop-after-steps", args->stop_after_steps,
                   "masked-word, lm: stop after N steps in all, saving the checkpoint, as Ctrl-C does")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   sub->add_option("--save-steps", args->save_steps,
                   "masked-word, lm: every N steps (a multiple of --eval-steps) also write the model so far "
                   "to OUTPUT with .stepN before its extension (model.step2000.safetensors)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   sub->add_option("--vocab", args->vocab,
                   "lm: the N most frequent training words, plus <unk> and <eos> (default 10000)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   sub->add_option("--context", args->context,
                   "lm: tokens each window holds (learned positions up to it; default 128)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   sub->add_option("--max-tokens", args->max_tokens, "masked-word, lm: stop after training on about N tokens (lm: N exactly, in full windows; masked-word: the steps that read N at the corpus's mean tokens a step)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   sub->add_option_function<std::string>(
          "--time", [args](const std::string& text) { args->time_limit = parse_duration(text, "--time"); },
          "masked-word, lm: stop after this much training time (90s, 30m, 1h30m); the learning "
@@ -405,11 +405,11 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                   "head of the first CUT words and a cluster between each cut and the next, or the end")
       ->delimiter(',')
       ->type_name("CUT,...")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   sub->add_option("--eval-steps", args->eval_steps,
                   "masked-word, lm: also score the held-out sequences every N steps (default: each "
                   "epoch's end)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   writes(sub->add_option("-o,--output", args->output, "Model file (.safetensors)"))->required();
   writes(sub->add_option("--plot", args->plot,
                          "Also draw the training curve (losses and held-out accuracy per epoch, or every "

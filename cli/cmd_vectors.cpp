@@ -56,7 +56,7 @@ void add_vectors_command(CLI::App& app) {
       ->required();
   writes(conv->add_option("OUT", args->output, "Output .attnvec"))->required();
   conv->add_option("--top", args->top, "Keep only the first N words (files list them by frequency)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   conv->add_option("--dtype", args->dtype, "Stored as f32 (default, exact) or f16 (half the size)")
       ->check(CLI::IsMember({"f32", "f16"}));
   conv->callback([args, conv] {

@@ -322,6 +322,21 @@ def test_a_seed_out_of_range_is_refused_not_wrapped(tmp_path, attn, seed):
     assert r.code == 1 and f"--seed '{seed}'" in one_error_line(r)
 
 
+@pytest.mark.parametrize("args, message", [
+    (["train", "--task", "classify", "--batch", "0"], "--batch: must be more than 0, not 0"),
+    (["train", "--task", "classify", "--lr", "-0.5"], "--lr: must be more than 0, not -0.5"),
+    (["train", "--task", "classify", "--lr", "fast"], "--lr: 'fast' is not a number"),
+    (["train", "--task", "masked-word", "--eval-steps", "0"], "--eval-steps: must be more than 0, not 0"),
+    (["embed", "--model", "builtin", "--layer", "-1"], "--layer: must be 0 or more, not -1"),
+])
+def test_a_number_out_of_its_range_is_named_plainly(tmp_path, attn, args, message):
+    # Not CLI11's "Value 0 not in range 0.000000 to 1797…" (a range up to 1.8e308).
+    extra = ["x"] if args[0] == "embed" else ["--data", NEGATION, "-o", tmp_path / "m.st"]
+    r = attn(*args, *extra)
+    assert r.code == 1 and one_error_line(r) == "error: " + message
+    assert not (tmp_path / "m.st").exists()
+
+
 def test_empty_valid_file_is_refused(tmp_path, attn):
     empty = tmp_path / "v.tsv"
     empty.write_text("")
