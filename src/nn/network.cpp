@@ -322,9 +322,7 @@ T network<T>::forward(const batch& b, network_cache<T>& c, uint64_t dropout_seed
     // hidden = pre (no ReLU: it is compared with embedding rows, which have both signs);
     // logits = hidden·table[output_rows]ᵀ + bias
     std::copy(c.pre.begin(), c.pre.end(), c.hidden.begin());
-    c.output_table.resize(static_cast<size_t>(s.classes * s.embed));
-    embedding_forward(output_rows_.data(), embedding.value.data(), s.vocabulary,
-                      new_words.value.data(), c.output_table.data(), s.classes, s.embed);
+    gather_output_table(c);
     if (adaptive()) return adaptive_forward(b, c, dropout_seed != 0);
     if (fuses_output(b, dropout_seed)) return fused_output_forward(b, c);
     linear_forward(c.hidden.data(), c.output_table.data(), b2.value.data(), c.logits.data(), rows,
@@ -547,6 +545,27 @@ T network<T>::fused_output_forward(const batch& b, network_cache<T>& c) const {
   } else {
     (void)b, (void)c;
     return T(0);  // never: fuses_output() is false for double
+  }
+}
+
+template <class T>
+void network<T>::gather_output_table(network_cache<T>& c) const {
+  const network_shape& s = shape_;
+  const auto size = static_cast<size_t>(s.classes * s.embed);
+  const T* frozen = embedding.trainable ? nullptr : embedding.value.data();
+  if (frozen == nullptr || c.output_table_frozen_from != frozen || c.output_table.size() != size) {
+    c.output_table.resize(size);
+    embedding_forward(output_rows_.data(), embedding.value.data(), s.vocabulary, new_words.value.data(),
+                      c.output_table.data(), s.classes, s.embed);
+    c.output_table_frozen_from = frozen;
+    return;
+  }
+  // The frozen rows are as the last forward gathered them; the learned words' rows move.
+  for (int64_t i = 0; i < s.classes; ++i) {
+    const int64_t id = output_rows_[static_cast<size_t>(i)];
+    if (id < s.vocabulary) continue;
+    const T* row = new_words.value.data() + (id - s.vocabulary) * s.embed;
+    std::copy(row, row + s.embed, c.output_table.begin() + i * s.embed);
   }
 }
 

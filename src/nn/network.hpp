@@ -120,6 +120,10 @@ struct network_cache {
   std::vector<T> drop_x, drop_pooled;  // dropout masks (empty: no dropout)
   std::vector<T> pre, hidden;       // the MLP's hidden layer before and after ReLU [R, hidden]
   std::vector<T> output_table;      // tied output: the output words' embedding rows [C, Ein]
+  // The frozen table output_table's rows were gathered from (null: none kept). A frozen table is
+  // never written once training starts, so the next forward with this cache gathers only the
+  // trainable rows (learned words) again: the 30,000-word table is 12 MB a step otherwise.
+  const T* output_table_frozen_from = nullptr;
   std::vector<T> logits;            // [R, C]; the adaptive softmax: each class's log-probability,
                                     // filled when evaluating only (training scores its pieces and
                                     // leaves it as it was)
@@ -193,6 +197,8 @@ class network {
   // The tied output as an adaptive softmax: forward from cache.hidden and cache.output_table (each
   // class's log-probability in cache.logits unless training), backward to hidden's gradient.
   T adaptive_forward(const batch& b, network_cache<T>& cache, bool training) const;
+  // cache.output_table = table[output_rows], a frozen table's rows kept from the last forward.
+  void gather_output_table(network_cache<T>& cache) const;
   // The full softmax's tied output while training in float32: loss and gradients in one pass.
   bool fuses_output(const batch& b, uint64_t dropout_seed) const;
   T fused_output_forward(const batch& b, network_cache<T>& cache) const;

@@ -162,3 +162,41 @@ TEST(adaptive_output, language_model_gradients_match_finite_differences) {
 }
 
 }  // namespace
+
+// The tied output's table[output_rows] is gathered in full once per cache when the table is
+// frozen, and only the learned words' rows again on later forwards: a cache reused after those
+// rows move, or by another network (another frozen table), must score as a fresh cache does.
+TEST(adaptive_output, a_reused_cache_sees_moved_learned_rows_and_another_table) {
+  for (const bool adaptive : {false, true}) {
+    const int64_t words = 23, width = 8;
+    network_shape s = lm_shape(1, 2, width, 0, words, /*train_table=*/false);
+    s.new_words = 4;
+    s.dropout = 0;
+    // Output classes: table words and learned words mixed.
+    std::vector<int64_t> rows;
+    for (int64_t i = 0; i < words; i += 2) rows.push_back(i);
+    for (int64_t i = 0; i < s.new_words; ++i) rows.push_back(words + i);
+    s.classes = static_cast<int64_t>(rows.size());
+    const std::vector<int64_t> cuts = adaptive ? std::vector<int64_t>{5, 10} : std::vector<int64_t>{};
+    network<float> net(s, rows, cuts);
+    std::mt19937 rng(41);
+    randomise(net, rng, 0.5);
+    std::vector<attn::train::masked_sequence> windows;
+    // Tokens (and so targets, the next tokens) among the output classes.
+    attn::nn::batch b = stream_batch(s.classes, 40, 9, rng, windows);
+    const auto score = [&](const network<float>& n, attn::nn::network_cache<float>& c) {
+      const float loss = n.forward(b, c);
+      return std::make_pair(loss, c.logits);
+    };
+    attn::nn::network_cache<float> reused;
+    score(net, reused);
+    for (float& x : net.new_words.value) x += 0.25f;  // an optimiser step on the learned rows
+    attn::nn::network_cache<float> fresh;
+    EXPECT_EQ(score(net, reused), score(net, fresh)) << adaptive;
+    network<float> other = net;  // another network, another frozen table
+    for (float& x : other.embedding.value) x = -x;
+    attn::nn::network_cache<float> fresh_other;
+    EXPECT_EQ(score(other, reused), score(other, fresh_other)) << adaptive;
+    EXPECT_NE(score(other, fresh_other), score(net, fresh)) << adaptive;  // the change shows
+  }
+}
