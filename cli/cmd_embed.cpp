@@ -76,7 +76,7 @@ void run_model(const embed_args& args, const std::string& format, const sentence
   if (reading == token_reading::hidden && model.config().task != text_task::masked_word)
     throw_usage(fmt::format("--hide-token reads each place with its word masked: the model {} is "
                             "{}, not masked-word", args.model_path, task_name(model.config().task)));
-  const int64_t layers = std::max<int64_t>(1, model.config().layers);
+  const int64_t layers = attention_layers(model.config());
   if (args.layer && *args.layer >= layers)
     throw_usage(fmt::format("--layer {} is out of range: the model {} has {} layer{} (0 … {})", *args.layer,
                             args.model_path, layers, layers == 1 ? "" : "s", layers - 1));

@@ -62,7 +62,7 @@ heatmap_page model_page(const heatmap_args& args, std::optional<int> head, bool 
   const text_model model = text_model::load(args.model_path);
   const std::string text = read_text(args.text);
   check_picture_length(text, "heatmap");
-  const int64_t layers = std::max<int64_t>(1, model.config().layers);
+  const int64_t layers = attention_layers(model.config());
   const std::optional<int> chosen = parse_number("--layer", args.layer);
   if (chosen && *chosen >= layers)
     throw_usage(fmt::format("--layer {} is out of range: the model has {} layer{} (0 … {})", *chosen,

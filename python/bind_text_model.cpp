@@ -48,7 +48,7 @@ std::shared_ptr<text_model> load(const std::filesystem::path& path) {
 // The encoder layer a Python caller asks for: None, the last; from 0, or from the end as Python
 // indexes (-1: the last). The library's own index (0 … layers − 1).
 int64_t layer_index(const text_model& m, const std::optional<int64_t>& layer) {
-  const int64_t layers = std::max<int64_t>(1, m.config().layers);
+  const int64_t layers = attention_layers(m.config());
   if (!layer) return layers - 1;
   if (*layer < -layers || *layer >= layers)
     throw_usage(fmt::format("layer {} is out of range: the model has {} layer{} ({} … {})", *layer, layers,

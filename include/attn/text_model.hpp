@@ -73,6 +73,10 @@ struct text_model_config {
   std::vector<int64_t> output_cutoffs;
 };
 
+// The attention layers a model runs, the range of embed's and heatmap's layer (0 … count − 1):
+// the seeds' single layer counts as one.
+inline int64_t attention_layers(const text_model_config& c) { return c.layers > 0 ? c.layers : 1; }
+
 struct scored_label {
   std::string label;
   double probability;

@@ -308,14 +308,14 @@ prediction text_model::predict(std::string_view text, int64_t k) const {
 training_history text_model::history() const { return impl_->history; }
 
 attention_map text_model::attention(std::string_view text) const {
-  return attention(text, std::max<int64_t>(1, impl_->config.layers) - 1);
+  return attention(text, attention_layers(impl_->config) - 1);
 }
 
 attention_map text_model::attention(std::string_view text, int64_t layer) const {
   const impl& m = *impl_;
-  if (layer < 0 || layer >= std::max<int64_t>(1, m.config.layers))
+  if (layer < 0 || layer >= attention_layers(m.config))
     throw_usage(fmt::format("layer {} is out of range: the model has {} layer(s)", layer,
-                            std::max<int64_t>(1, m.config.layers)));
+                            attention_layers(m.config)));
   const model_input in = read_input(m, text);
   nn::network_cache<float> cache;
   m.net.forward(in.batch, cache);

@@ -19,7 +19,7 @@ namespace {
 // as it is (what PyTorch's and Hugging Face's hidden_states give).
 const std::vector<float>& layer_output(const text_model::impl& m, const nn::network_cache<float>& cache,
                                        int64_t layer) {
-  const int64_t last = std::max<int64_t>(1, m.config.layers) - 1;
+  const int64_t last = attention_layers(m.config) - 1;
   return layer < 0 || layer == last ? cache.y : cache.between[static_cast<size_t>(layer)];
 }
 
@@ -37,7 +37,7 @@ std::vector<float> hidden_readings(const text_model::impl& m, const nn::batch& t
     b.ids.insert(b.ids.end(), text.ids.begin(), text.ids.begin() + l);
     b.ids[static_cast<size_t>(t * l + t)] = mask;
   }
-  // No rows: only cache.y is read (the output head is not run).
+  // No rows: only the layer's output is read (the output head is not run).
   nn::network_cache<float> cache;
   m.net.forward(b, cache);
   const std::vector<float>& rows = layer_output(m, cache, layer);
@@ -55,7 +55,7 @@ contextual_embedding text_model::embed(std::string_view text, token_reading read
 
 contextual_embedding text_model::embed(std::string_view text, token_reading reading, int64_t layer) const {
   const impl& m = *impl_;
-  const int64_t layers = std::max<int64_t>(1, m.config.layers);
+  const int64_t layers = attention_layers(m.config);
   if (layer < -1 || layer >= layers)
     throw_usage(fmt::format("layer {} is out of range: the model has {} layer{} (0 … {})", layer, layers,
                             layers == 1 ? "" : "s", layers - 1));
@@ -71,7 +71,7 @@ contextual_embedding text_model::embed(std::string_view text, token_reading read
     return out;
   }
   nn::batch tokens_only = in.batch;
-  tokens_only.rows.clear();  // only cache.y is read: the output head is not run
+  tokens_only.rows.clear();  // only the layer's output is read: the output head is not run
   tokens_only.targets.clear();
   nn::network_cache<float> cache;
   m.net.forward(tokens_only, cache);

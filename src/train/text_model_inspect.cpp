@@ -102,7 +102,7 @@ model_inspection text_model::inspect(std::string_view text, int64_t top) const {
 
   const nn::network_shape& s = m.net.shape();
   const int64_t h = m.config.heads, l = b.length, d = m.config.dim / h, e = m.config.dim;
-  const int64_t layers = std::max<int64_t>(1, m.config.layers);
+  const int64_t layers = attention_layers(m.config);
   model_inspection out;
   out.tokens = in.tokens;
   out.unknown = in.unknown;
