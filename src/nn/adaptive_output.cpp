@@ -130,8 +130,10 @@ T adaptive_output_forward(const T* hidden, const T* table, const T* bias, const 
 template <class T>
 void adaptive_output_backward(const T* hidden, const T* table, const adaptive_output_cache<T>& c,
                               int64_t rows, int64_t width, const adaptive_cuts& cuts, T* dhidden,
-                              T* dtable, T* dbias, T* dtoken_weight, T* dtoken_bias, bool bf16) {
+                              T* dtable, T* dbias, T* dtoken_weight, T* dtoken_bias, bool bf16,
+                              const std::vector<int64_t>* dtable_classes) {
   const int64_t h = cuts.head();
+  const bool listed = dtable != nullptr && dtable_classes != nullptr;
   // The head: every row, its target's entry (a head class or its cluster's token)
   c.dhead.resize(static_cast<size_t>(rows * h));
   c.dhead_bias.assign(static_cast<size_t>(h), T(0));
@@ -140,8 +142,17 @@ void adaptive_output_backward(const T* hidden, const T* table, const adaptive_ou
   c.dhead_table.assign(static_cast<size_t>(h * width), T(0));
   linear_backward(c.dhead.data(), hidden, c.head_table.data(), dhidden, c.dhead_table.data(),
                   static_cast<T*>(nullptr), rows, width, h, bf16);
-  scatter_head(c.dhead_table.data(), cuts, width, dtable, dtoken_weight);
+  scatter_head(c.dhead_table.data(), cuts, width, listed ? static_cast<T*>(nullptr) : dtable, dtoken_weight);
   scatter_head(c.dhead_bias.data(), cuts, 1, dbias, dtoken_bias);
+  if (listed) {  // the listed head classes' rows
+    for (size_t m = 0; m < dtable_classes->size(); ++m) {
+      const int64_t cls = (*dtable_classes)[m];
+      if (cuts.cluster_of(cls) >= 0) continue;
+      const T* from = c.dhead_table.data() + cuts.head_index(cls) * width;
+      T* to = dtable + static_cast<int64_t>(m) * width;
+      for (int64_t j = 0; j < width; ++j) to[j] += from[j];
+    }
+  }
   // Each cluster: its rows alone, scaled as a share of the batch's mean
   for (int64_t k = 0; k < cuts.clusters(); ++k) {
     const auto& cluster = c.clusters[static_cast<size_t>(k)];
@@ -155,8 +166,19 @@ void adaptive_output_backward(const T* hidden, const T* table, const adaptive_ou
                            cluster.lse.data(), dbias + start);
     c.dhidden.assign(static_cast<size_t>(n * width), T(0));
     linear_backward(c.dlogits.data(), cluster.hidden.data(), table + start * width, c.dhidden.data(),
-                    dtable != nullptr ? dtable + start * width : nullptr, static_cast<T*>(nullptr), n,
-                    width, size, bf16);
+                    dtable != nullptr && !listed ? dtable + start * width : nullptr, static_cast<T*>(nullptr),
+                    n, width, size, bf16);
+    if (listed) {  // the listed classes of this cluster: row += Σᵢ dlogits[i, class]·hidden[i]
+      const auto first = std::lower_bound(dtable_classes->begin(), dtable_classes->end(), start);
+      for (auto it = first; it != dtable_classes->end() && *it < start + size; ++it) {
+        T* to = dtable + (it - dtable_classes->begin()) * width;
+        for (int64_t i = 0; i < n; ++i) {
+          const T d = c.dlogits[static_cast<size_t>(i * size + (*it - start))];
+          const T* x = cluster.hidden.data() + i * width;
+          for (int64_t j = 0; j < width; ++j) to[j] += d * x[j];
+        }
+      }
+    }
     for (int64_t i = 0; i < n; ++i) {
       T* to = dhidden + cluster.rows[static_cast<size_t>(i)] * width;
       const T* from = c.dhidden.data() + i * width;
@@ -200,10 +222,10 @@ template double adaptive_output_forward(const double*, const double*, const doub
                                         const adaptive_cuts&, adaptive_output_cache<double>&, bool);
 template void adaptive_output_backward(const float*, const float*, const adaptive_output_cache<float>&,
                                        int64_t, int64_t, const adaptive_cuts&, float*, float*, float*,
-                                       float*, float*, bool);
+                                       float*, float*, bool, const std::vector<int64_t>*);
 template void adaptive_output_backward(const double*, const double*, const adaptive_output_cache<double>&,
                                        int64_t, int64_t, const adaptive_cuts&, double*, double*, double*,
-                                       double*, double*, bool);
+                                       double*, double*, bool, const std::vector<int64_t>*);
 template void adaptive_log_probabilities(float*, const float*, int64_t, const adaptive_cuts&);
 template void adaptive_log_probabilities(double*, const double*, int64_t, const adaptive_cuts&);
 

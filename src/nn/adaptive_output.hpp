@@ -53,12 +53,15 @@ T adaptive_output_forward(const T* hidden, const T* table, const T* bias, const 
 
 // Adds the gradients of forward's loss: dhidden [R, E], dtable [C, E] (null: frozen rows), dbias
 // [C], dtoken_weight [K, E], dtoken_bias [K]. (The head's rows, token vectors included, are the
-// ones forward gathered into the cache.)
+// ones forward gathered into the cache.) With dtable_classes (M sorted classes), dtable is
+// [M, E], row m the gradient of class dtable_classes[m]'s row alone: a frozen table with a few
+// learned rows then costs M·Rᵢ products instead of a [C, E] gradient written and read each step.
 template <class T>
 void adaptive_output_backward(const T* hidden, const T* table, const adaptive_output_cache<T>& cache,
                               int64_t rows, int64_t width,
                               const adaptive_cuts& cuts, T* dhidden, T* dtable, T* dbias,
-                              T* dtoken_weight, T* dtoken_bias, bool bf16 = false);
+                              T* dtoken_weight, T* dtoken_bias, bool bf16 = false,
+                              const std::vector<int64_t>* dtable_classes = nullptr);
 
 // Every class's log-probability [R, C], from each class's score hidden·row + bias [R, C] and
 // each cluster token's [R, K] (overwritten in place): what predict, eval and generation read.

@@ -509,6 +509,24 @@ std::vector<T> network<T>::adaptive_backward(const batch& b, const network_cache
   // As the full softmax's tied output: dT goes back to the embedding rows it came from
   const bool rows_train = output_rows_train();
   std::vector<T>& dtable = c.dtable;
+  if (rows_train && !embedding.trainable) {
+    // A frozen table: only the learned words' classes need their row's gradient, [M, Ein]
+    std::vector<int64_t> learned;
+    for (int64_t k = 0; k < s.classes; ++k)
+      if (output_rows_[static_cast<size_t>(k)] >= s.vocabulary) learned.push_back(k);
+    dtable.assign(learned.size() * static_cast<size_t>(s.embed), T(0));
+    adaptive_output_backward(c.hidden.data(), c.output_table.data(), c.adaptive, rows, s.hidden, cuts(),
+                             dhidden.data(), dtable.data(), b2.grad.data(), token_weight.grad.data(),
+                             token_bias.grad.data(), output_bf16_, &learned);
+    for (size_t m = 0; m < learned.size(); ++m) {
+      const int64_t row = output_rows_[static_cast<size_t>(learned[m])] - s.vocabulary;
+      T* to = new_words.grad.data() + row * s.embed;
+      const T* from = dtable.data() + static_cast<int64_t>(m) * s.embed;
+      for (int64_t j = 0; j < s.embed; ++j) to[j] += from[j];
+      new_rows.push_back(row);
+    }
+    return dhidden;  // hidden = pre
+  }
   dtable.assign(rows_train ? c.output_table.size() : 0, T(0));
   adaptive_output_backward(c.hidden.data(), c.output_table.data(), c.adaptive, rows, s.hidden, cuts(),
                            dhidden.data(), rows_train ? dtable.data() : nullptr,

@@ -161,6 +161,35 @@ TEST(adaptive_output, language_model_gradients_match_finite_differences) {
   }
 }
 
+// A frozen table with learned words among the output classes (the built-in context model's
+// case): backward computes only the learned classes' rows of the table's gradient. Learned words
+// in the head, in each cluster and after the last cut, against finite differences.
+TEST(adaptive_output, learned_rows_of_a_frozen_table_get_their_gradient_alone) {
+  network_shape s = lm_shape(1, 2, 6, 7, 9, /*train_table=*/false);
+  s.new_words = 4;
+  s.classes = 13;
+  // Classes 1 (head), 4 (first cluster), 8 (second), 12 (after the last cut) are learned words.
+  const std::vector<int64_t> rows{0, 9, 1, 2, 10, 3, 4, 5, 11, 6, 7, 8, 12};
+  std::mt19937 rng(33);
+  network<double> net(s, rows, {3, 7, 11});
+  randomise(net, rng, 0.5);
+  std::vector<attn::train::masked_sequence> windows;
+  const attn::nn::batch b = stream_batch(13, 40, 7, rng, windows);
+  attn::nn::network_cache<double> cache;
+  net.zero_grad();
+  net.forward(b, cache, 0x5eedULL);
+  net.backward(b, cache);
+  for (int64_t w = 0; w < s.new_words; ++w) {  // each learned row was reached
+    double norm = 0;
+    for (int64_t j = 0; j < s.embed; ++j) norm += std::fabs(net.new_words.grad[static_cast<size_t>(w * s.embed + j)]);
+    EXPECT_GT(norm, 0.0) << "learned word " << w;
+  }
+  attn::testing::expect_network_gradients(net, [&] {
+    attn::nn::network_cache<double> c;
+    return net.forward(b, c, 0x5eedULL);
+  });
+}
+
 }  // namespace
 
 // The tied output's table[output_rows] is gathered in full once per cache when the table is
