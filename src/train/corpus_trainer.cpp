@@ -694,6 +694,8 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   std::vector<std::string> tokens;
   auto epoch_start = clock::now();
   double epoch_train_seconds = 0;
+  // A resumed epoch's tokens from before this sitting: its tokens a second count only this one's.
+  int64_t epoch_tokens_before = p.epoch_tokens;
   bool last_epoch = false;
   for (; p.epoch <= epochs && !last_epoch; ++p.epoch) {
     const int64_t epoch = p.epoch;
@@ -853,7 +855,8 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
       p.window_rows = 0;
     }
     r.seconds = seconds_since(epoch_start);
-    r.tokens_per_second = epoch_train_seconds > 0 ? static_cast<double>(p.epoch_tokens) / epoch_train_seconds : 0.0;
+    r.tokens_per_second =
+        epoch_train_seconds > 0 ? static_cast<double>(p.epoch_tokens - epoch_tokens_before) / epoch_train_seconds : 0.0;
     // The language model keeps the lowest held-out loss; masked-word the best accuracy.
     r.best = !validating || (lm ? p.best.n == 0 || sc.loss < p.best.loss : better(sc, p.best));
     if (r.best) {
@@ -873,6 +876,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
     p.batch = 0;
     epoch_start = clock::now();
     epoch_train_seconds = 0;
+    epoch_tokens_before = 0;
     // A language model runs its whole budget: its learning rate decays to the end, and an epoch
     // of overfitting at the peak rate is typically followed by better ones as it falls (on a
     // book, stopping after 3 worse epochs kept perplexity 157 where the full run reaches ~106).
