@@ -359,15 +359,16 @@ def test_history_is_what_the_run_scored(tmp_path):
     assert [e["epoch"] for e in h["epochs"]] == [1, 2] and h["evaluations"] == []
     assert all(0 <= e["accuracy"] <= 1 and e["loss"] > 0 for e in h["epochs"])
     # The built-in model keeps the curve of the run that made it (a held-out score every 2,000
-    # steps, scripts/make_builtin_context_model.py, and one at the end of each of its two passes
-    # over the text), its accuracy rising.
+    # steps, scripts/make_builtin_context_model.py, and one at the end of each pass over the
+    # text: two whole passes, the third cut by the hour), its accuracy rising.
     builtin = attn.TextModel.load("builtin").history
     steps = [e["step"] for e in builtin["evaluations"]]
     ends = [s for s in steps if s % 2000 != 0]
     assert [s for s in steps if s % 2000 == 0] == list(range(2000, 2000 * (len(steps) - len(ends)) + 1, 2000))
-    assert len(ends) == 2 and ends[-1] == steps[-1] and steps[-2] < steps[-1] <= steps[-2] + 2000
+    assert len(ends) == 3 and ends[-1] == steps[-1] and steps[-2] < steps[-1] <= steps[-2] + 2000
+    assert ends[1] == 2 * ends[0]  # whole passes of like steps
     assert len(steps) >= 10 and steps == sorted(steps)
-    assert len(builtin["epochs"]) == 2
+    assert [e["epoch"] for e in builtin["epochs"]] == [1, 2, 3]
     assert builtin["evaluations"][-1]["accuracy"] > builtin["evaluations"][0]["accuracy"] + 0.1
 
 
