@@ -2,12 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <omp.h>
+
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <vector>
 
 #include "attn/error.hpp"
 #include "attn/npy.hpp"
@@ -82,17 +86,47 @@ void stream_records(const std::string& input, const std::string& output, const b
   out.write(plan.header);
   std::string rows;  // npy_columns: the float32 rows, until the count of lines is known
   unknown_tokens unknown(source, plan.terms, plan.strict, bar);
-  std::string text;
+  // A sentence's products are too small to share among threads, so the lines of a file are
+  // shared instead: a block of lines at a time, a line per thread, each line's warnings and
+  // error kept and then given in input order with its record, as one thread would. Standard
+  // input goes a line at a time, so that a record follows each line piped in.
+  const auto threads = static_cast<size_t>(std::max(1, omp_get_max_threads()));
+  const size_t block = threads > 1 && !from_stdin ? 16 * threads : 1;
+  std::vector<std::string> texts(block), records(block);
+  std::vector<std::vector<std::string>> notes(block);
+  std::vector<std::exception_ptr> errors(block);
+  std::vector<int64_t> ends(block);  // bytes read after each line
   int64_t line = 0, bytes = 0;
-  while (std::getline(in, text)) {
-    ++line;
-    bytes += static_cast<int64_t>(text.size()) + 1;
-    if (!text.empty() && text.back() == '\r') text.pop_back();  // CRLF files
-    if (plan.npy_columns > 0)
-      rows += plan.make(text, line, unknown);
-    else
-      out.write(plan.make(text, line, unknown));
-    bar.update(bytes, line);
+  for (bool more = true; more;) {
+    size_t n = 0;
+    for (; n < block && std::getline(in, texts[n]); ++n) {
+      bytes += static_cast<int64_t>(texts[n].size()) + 1;
+      ends[n] = bytes;
+      if (!texts[n].empty() && texts[n].back() == '\r') texts[n].pop_back();  // CRLF files
+    }
+    more = n == block;
+#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
+    for (size_t i = 0; i < n; ++i) {
+      notes[i].clear();
+      errors[i] = nullptr;
+      try {
+        unknown_tokens mine(source, plan.terms, plan.strict, bar,
+                            [&notes, i](std::string message) { notes[i].push_back(std::move(message)); });
+        records[i] = plan.make(texts[i], line + 1 + static_cast<int64_t>(i), mine);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      for (std::string& message : notes[i]) unknown.note(std::move(message));
+      if (errors[i]) std::rethrow_exception(errors[i]);
+      if (plan.npy_columns > 0)
+        rows += records[i];
+      else
+        out.write(records[i]);
+      bar.update(ends[i], line + 1 + static_cast<int64_t>(i));
+    }
+    line += static_cast<int64_t>(n);
   }
   if (in.bad()) throw_input(source, fmt::format("cannot read: {}", std::strerror(errno)));
   bar.clear();

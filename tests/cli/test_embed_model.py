@@ -217,6 +217,37 @@ def test_strict_batch_stops_at_the_line_and_writes_nothing(attn, models, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lines.txt", "out.json"]
 
 
+def test_batch_shares_lines_among_threads_and_writes_what_one_thread_writes(attn, models, tmp_path):
+    """--batch gives a block of a file's lines to the threads, a line each: records, warnings (in
+    line order, the first ten named) and a --strict error must be one thread's, in every format,
+    across blocks (2 threads: 32 lines a block)."""
+    words = ["the movie was good", "not bad at all", "", "zzqxv it was fine", "i did not like it",
+             "a long film , but the acting was good and the story was not bad", "qqqzz"]
+    lines = [words[(3 * i) % len(words)] + (" very" * (i % 5)) for i in range(90)]
+    batch = tmp_path / "lines.txt"
+    batch.write_text("\n".join(lines) + "\n")
+    model = models["classify"]
+    runs = [("json",), ("csv",), ("text",), ("json", "--pool", "mean"), ("npy", "--pool", "max")]
+    for fmt, *extra in runs:
+        got = {}
+        for threads in ("1", "2"):
+            out = tmp_path / f"out{threads}.{fmt}"
+            r = attn("embed", "--model", model, "--batch", batch, "--format", fmt, *extra,
+                     "--threads", threads, "-o", out)
+            assert r.code == 0, r.err
+            got[threads] = (out.read_bytes(), r.err)
+        assert got["1"] == got["2"], (fmt, extra)
+        assert "more lines were blank or had tokens left out" in got["2"][1]
+    # --strict: the first unknown token in a later block (line 36), after blank lines' notes.
+    lines = [words[i % 3] for i in range(35)] + ["it was zzqxv"] + [words[0]] * 20 + ["qqqzz"]
+    batch.write_text("\n".join(lines) + "\n")
+    for threads in ("1", "2"):
+        r = attn("embed", "--model", model, "--batch", batch, "--strict", "--threads", threads,
+                 "-o", tmp_path / "strict.json")
+        assert r.code == 2 and not (tmp_path / "strict.json").exists()
+        assert r.err.splitlines()[-1].endswith("line 36"), r.err
+
+
 # ---- neighbors --model ----
 
 def cosine(a, b):
