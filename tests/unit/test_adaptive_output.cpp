@@ -56,6 +56,18 @@ attn::nn::batch stream_batch(int64_t words, int64_t tokens, int64_t context, std
   return attn::train::make_masked_batch(group);
 }
 
+// A language model's batch (`tokens` random ids below `words`, windows of 7), run forward with
+// dropout's seed and backward: net's grads are then its loss's gradient.
+attn::nn::batch take_gradients(network<double>& net, int64_t words, int64_t tokens, std::mt19937& rng,
+                               std::vector<attn::train::masked_sequence>& windows) {
+  attn::nn::batch b = stream_batch(words, tokens, 7, rng, windows);
+  attn::nn::network_cache<double> cache;
+  net.zero_grad();
+  net.forward(b, cache, 0x5eedULL);
+  net.backward(b, cache);
+  return b;
+}
+
 TEST(adaptive_output, places_classes_in_the_head_or_their_cluster) {
   const adaptive_cuts cuts{{3, 7, 11}, 13};  // head: 0 1 2, 11 12, tokens of [3, 7) and [7, 11)
   EXPECT_EQ(cuts.clusters(), 2);
@@ -142,11 +154,7 @@ TEST(adaptive_output, language_model_gradients_match_finite_differences) {
     network<double> net(s, identity_rows(13), {3, 7, 11});
     randomise(net, rng, 0.5);
     std::vector<attn::train::masked_sequence> windows;
-    const attn::nn::batch b = stream_batch(13, 20, 7, rng, windows);
-    attn::nn::network_cache<double> cache;
-    net.zero_grad();
-    net.forward(b, cache, 0x5eedULL);
-    net.backward(b, cache);
+    const attn::nn::batch b = take_gradients(net, 13, 20, rng, windows);
     const auto loss = [&] {
       attn::nn::network_cache<double> c;
       return net.forward(b, c, 0x5eedULL);
@@ -174,11 +182,7 @@ TEST(adaptive_output, learned_rows_of_a_frozen_table_get_their_gradient_alone) {
   network<double> net(s, rows, {3, 7, 11});
   randomise(net, rng, 0.5);
   std::vector<attn::train::masked_sequence> windows;
-  const attn::nn::batch b = stream_batch(13, 40, 7, rng, windows);
-  attn::nn::network_cache<double> cache;
-  net.zero_grad();
-  net.forward(b, cache, 0x5eedULL);
-  net.backward(b, cache);
+  const attn::nn::batch b = take_gradients(net, 13, 40, rng, windows);
   for (int64_t w = 0; w < s.new_words; ++w) {  // each learned row was reached
     double norm = 0;
     for (int64_t j = 0; j < s.embed; ++j) norm += std::fabs(net.new_words.grad[static_cast<size_t>(w * s.embed + j)]);
