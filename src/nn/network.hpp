@@ -131,7 +131,8 @@ struct network_cache {
   std::vector<T> token_scores;      // the adaptive softmax's cluster tokens [R, K] (evaluating)
   std::vector<T> row_lse;           // each row's log-sum-exp [R] (the loss's, for backward)
   // Backward's scratch for the output's gradients, its largest arrays ([R, C] and [C, Ein]: 268 MB
-  // a step for a 16k-word language model), kept so that each step reuses the memory instead of
+  // a step for a 16k-word language model; with a frozen table's adaptive output dtable holds only
+  // the learned words' rows, [M, Ein]), kept so that each step reuses the memory instead of
   // faulting in and zeroing fresh pages. Not part of the forward's results.
   mutable std::vector<T> dlogits, dtable;
   // Training the full softmax's tied output in float: forward takes the loss and the output's
