@@ -22,19 +22,38 @@ if(ATTN_PYTHON)
     endif()
   endif()
 endif()
-# Off by default under the sanitizers: a module built with them cannot be loaded into an
-# interpreter that was not started with their runtime.
-set(_attn_python_default ${ATTN_PYTHON_FOUND})
-if(ATTN_SANITIZE)
-  set(_attn_python_default OFF)
+# ATTN_BUILD_PYTHON is AUTO, ON or OFF. AUTO (the default) builds the module where pybind11 and
+# Python's headers are found, and looks again at every configure: a first configure on a fresh
+# machine (`make demo`, before scripts/deps.sh installs pybind11) must not settle the question
+# for the next (`make test`), as a cached option OFF did. ON requires the module (`make build`
+# and `make test` ask for it, so a suite that was asked for Python fails rather than shrinks);
+# OFF leaves it out. AUTO is OFF under the sanitizers: a module built with them cannot be loaded
+# into an interpreter that was not started with their runtime.
+set(ATTN_BUILD_PYTHON AUTO CACHE STRING "Build the Python module: AUTO (where pybind11 and python3-dev are found), ON or OFF")
+set_property(CACHE ATTN_BUILD_PYTHON PROPERTY STRINGS AUTO ON OFF)
+string(TOUPPER "${ATTN_BUILD_PYTHON}" _attn_python_choice)
+if(_attn_python_choice STREQUAL "AUTO")
+  if(ATTN_SANITIZE OR NOT ATTN_PYTHON_FOUND)
+    set(_attn_python_build OFF)
+  else()
+    set(_attn_python_build ON)
+  endif()
+  if(NOT ATTN_PYTHON_FOUND)
+    message(STATUS "python: pybind11 or Python's headers not found, the module is not built this time "
+                   "(Debian: apt-get install pybind11-dev python3-dev; the next configure looks again)")
+  endif()
+elseif(_attn_python_choice MATCHES "^(ON|YES|TRUE|Y|1)$")
+  set(_attn_python_build ON)
+elseif(_attn_python_choice MATCHES "^(OFF|NO|FALSE|N|0)$")
+  set(_attn_python_build OFF)
+else()
+  message(FATAL_ERROR "ATTN_BUILD_PYTHON is '${ATTN_BUILD_PYTHON}'; it takes AUTO, ON or OFF")
 endif()
-option(ATTN_BUILD_PYTHON "Build the Python module (needs pybind11 and python3-dev)"
-       ${_attn_python_default})
-if(NOT ATTN_BUILD_PYTHON)
+if(NOT _attn_python_build)
   return()
 endif()
 if(NOT ATTN_PYTHON_FOUND)
-  message(FATAL_ERROR "ATTN_BUILD_PYTHON is on, but pybind11 or Python's headers were not found "
+  message(FATAL_ERROR "ATTN_BUILD_PYTHON is ON, but pybind11 or Python's headers were not found "
                       "(Debian: apt-get install pybind11-dev python3-dev)")
 endif()
 
