@@ -31,7 +31,8 @@ void train_progress::step(const train_step_report& r) {
   if (!terminal_) {
     if (!streamed_ || now - last_line_ < std::chrono::seconds(5)) return;
     last_line_ = now;
-    fmt::print(stderr, "epoch {}/{} step {}/{}  loss {:.4f}  lr {:.2e}  {:.0f} tokens/s  ETA {}\n",
+    // Not "epoch …" at the line's start: logs are read for the epochs' own lines by that.
+    fmt::print(stderr, "progress: epoch {}/{} step {}/{}  loss {:.4f}  lr {:.2e}  {:.0f} tokens/s  ETA {}\n",
                r.epoch, r.epochs, r.step, r.steps, r.loss, r.lr, r.tokens_per_second,
                format_duration(r.eta_seconds));
     std::fflush(stderr);

@@ -1,7 +1,7 @@
 // What `attn train` shows on standard error: on a terminal a bar redrawn as it goes (epoch, step,
 // loss, tokens/s, ETA); otherwise nothing between epochs, except for the streamed tasks (a
-// language model or a context model, whose one epoch may last hours): a plain line every 5 s,
-// so a log or a pipe shows the run moving from its first seconds. Either way one plain line per epoch with
+// language model or a context model, whose one epoch may last hours): a plain line every 5 s
+// ("progress: epoch …"), so a log or a pipe shows the run moving from its first seconds. Either way one plain line per epoch with
 // its loss and accuracy (a language model's held-out perplexity), and one per mid-epoch score
 // (--eval-steps), so logs keep the history.
 #pragma once

@@ -264,6 +264,6 @@ def test_sigterm_stops_training_as_ctrl_c_does(tmp_path):
 def test_a_language_model_shows_progress_in_a_log(tmp_path, attn, corpus):
     r = attn(*lm_args(corpus, tmp_path / "m.safetensors", "--epochs", "1000", "--time", "7s"))
     assert r.code == 0, r.err
-    lines = [x for x in r.err.splitlines() if "ETA" in x]
+    lines = [x for x in r.err.splitlines() if x.startswith("progress: epoch ") and "ETA" in x]
     assert lines and all("\r" not in x and "\x1b" not in x for x in lines), r.err
     assert "(the --time budget)" in r.err
