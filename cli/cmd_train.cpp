@@ -2,7 +2,9 @@
 // safetensors.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <csignal>
@@ -18,6 +20,7 @@
 #include "cli_common.hpp"
 #include "file_roles.hpp"
 #include "interrupt.hpp"
+#include "run_lock.hpp"
 #include "train_command.hpp"
 #include "train_progress.hpp"
 
@@ -56,12 +59,39 @@ struct train_args {
 };
 
 std::atomic<bool> interrupted{false};
+std::atomic<int> stop_signal{0};  // which signal asked: the exit status is 128 + its number
 
-extern "C" void on_interrupt(int) {
+// Ctrl-C (SIGINT) and kill (SIGTERM) stop the run the same way: the checkpoint saved, the same
+// line printed.
+extern "C" void on_interrupt(int signal_number) {
+  stop_signal.store(signal_number);
   interrupted.store(true);
-  // A second Ctrl-C ends the process at once (nothing has been written: the model file is
+  // A second signal ends the process at once (nothing has been written: the model file is
   // only written after training), removing a checkpoint's temporary if one is being saved.
   std::signal(SIGINT, remove_temporaries_and_exit);
+  std::signal(SIGTERM, remove_temporaries_and_exit);
+}
+
+int interrupted_status() { return 128 + (stop_signal.load() != 0 ? stop_signal.load() : SIGINT); }
+
+// --adaptive-softmax's comma-separated cuts: each field a positive integer, none empty.
+std::vector<int64_t> parse_cuts(const std::string& text) {
+  std::vector<int64_t> cuts;
+  size_t start = 0;
+  for (int field = 1;; ++field) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string piece = text.substr(start, comma - start);
+    int64_t value = 0;
+    const auto [end, ec] = std::from_chars(piece.data(), piece.data() + piece.size(), value);
+    if (piece.empty() || ec != std::errc() || end != piece.data() + piece.size() || value < 1)
+      throw_usage(fmt::format("--adaptive-softmax '{}': field {} is {}; expected positive whole numbers "
+                              "between commas, such as 2000,6000",
+                              text, field, piece.empty() ? "empty" : fmt::format("'{}'", piece)));
+    cuts.push_back(value);
+    if (comma == text.size()) break;
+    start = comma + 1;
+  }
+  return cuts;
 }
 
 void report_data(const char* what, const data_summary& s) {
@@ -86,7 +116,7 @@ void report_lm_data(const char* what, const data_summary& s) {
              s.tokens > 0 ? 100.0 * static_cast<double>(s.unknown_words) / static_cast<double>(s.tokens) : 0.0);
 }
 
-void run(const train_args& args, const train_hooks& hooks) {
+void run(const train_args& args, const train_hooks& hooks, const CLI::App& command) {
   if (!args.plot.empty() && !has_extension(args.plot, ".svg"))
     throw error(error_kind::usage, args.plot, "cannot tell the format from the extension", "--plot takes a .svg file");
   train_options o;
@@ -98,6 +128,15 @@ void run(const train_args& args, const train_hooks& hooks) {
     throw_usage("--vectors and --learn-embeddings exclude each other");
   const gradient_exchange* exchange = hooks.exchange;
   const int processes = exchange != nullptr ? exchange->processes : 1;
+  // The run holds its checkpoint from here to its end (attn-mpi: rank 0, which writes it).
+  run_lock lock;
+  if (streamed) {
+    const auto take = [&] {
+      if (hooks.speaks) lock.acquire(args.checkpoint.empty() ? args.output + ".checkpoint" : args.checkpoint);
+    };
+    if (exchange != nullptr) exchange->agreed(take);
+    else take();
+  }
   std::optional<vectors> word_vectors;
   if (args.learn_embeddings <= 0) {
     const auto load = [&] { word_vectors = load_vectors(args.vectors); };
@@ -156,7 +195,7 @@ void run(const train_args& args, const train_hooks& hooks) {
   if (args.resume && !std::filesystem::exists(o.checkpoint))
     throw_input(o.checkpoint, "no checkpoint to resume from");
 
-  train_progress progress(lm);
+  train_progress progress(lm, streamed);
   train_callbacks callbacks;
   if (hooks.speaks) {
     callbacks.on_step = [&](const train_step_report& r) { progress.step(r); };
@@ -165,6 +204,8 @@ void run(const train_args& args, const train_hooks& hooks) {
   }
   callbacks.on_snapshot = [&](int64_t step, const std::string& model_file) {
     const std::string path = snapshot_path(args.output, step);
+    // Checked at the start among the outputs when it existed; a name that came since is checked now.
+    check_output_is_no_input(command, {"--save-steps", path});
     write_output(path, model_file);
     progress.clear();
     fmt::print(stderr, "saved {}: the model at step {}\n", path, step);
@@ -172,9 +213,13 @@ void run(const train_args& args, const train_hooks& hooks) {
   callbacks.stop = &interrupted;
   callbacks.exchange = exchange;
   interrupted.store(false);
+  stop_signal.store(0);
   auto previous = std::signal(SIGINT, on_interrupt);
+  auto previous_term = std::signal(SIGTERM, on_interrupt);
+  if (previous_term == SIG_IGN) std::signal(SIGTERM, SIG_IGN);  // ignored when attn started: stays so
   train_result result = train_text_model(o, callbacks);
   std::signal(SIGINT, previous);
+  std::signal(SIGTERM, previous_term);
   progress.clear();
   if (result.stopped && !result.checkpoint.empty()) {
     const bool asked = interrupted.load();
@@ -183,11 +228,13 @@ void run(const train_args& args, const train_hooks& hooks) {
                          "on from there ({} not written)\n",
                  asked ? "interrupted" : fmt::format("stopped after {} steps", o.stop_after_steps),
                  result.checkpoint, args.output);
-    std::exit(asked ? 130 : 0);
+    lock.release();
+    std::exit(asked ? interrupted_status() : 0);
   }
   if (result.stopped) {
     fmt::print(stderr, "interrupted: stopped before the end, {} not written\n", args.output);
-    std::exit(130);
+    lock.release();
+    std::exit(interrupted_status());
   }
   if (!hooks.speaks) return;  // another rank of a data-parallel run: rank 0 reports and writes
   if (result.resumed_at > 0) fmt::print(stderr, "resumed from {} at step {}\n", o.checkpoint, result.resumed_at);
@@ -230,9 +277,9 @@ void run(const train_args& args, const train_hooks& hooks) {
                                         render_training_curve_svg(result.model.history(), args.output));
   write_outputs(outputs);
   // The run is complete: its checkpoint has nothing left to resume. Only a file this run saved
-  // or resumed from is removed (never a file that merely sits at that path).
-  if (streamed && result.checkpoint_written && is_training_checkpoint(o.checkpoint))
-    std::remove(o.checkpoint.c_str());
+  // or resumed from, holding its run id, is removed (never a file that merely sits at that path,
+  // nor another run's checkpoint).
+  if (streamed && result.checkpoint_written) remove_training_checkpoint(o.checkpoint, result.checkpoint_run);
   const bool defaults = c.embeddings == embedding_source::default_vectors;
   std::string rows;
   if (defaults && c.embeddings_trained)
@@ -333,8 +380,17 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                   "any number of threads; attn train --shards K writes the model of mpirun -n K "
                   "attn-mpi train bit for bit")
       ->check(positive_number);
-  sub->add_option("--lr", args->lr, "Peak learning rate (default 0.001; lm: 0.003)")
-      ->check(positive_number);
+  sub->add_option("--lr", args->lr, "Peak learning rate, above 0 and at most 1 (default 0.001; lm: 0.003)")
+      ->check(positive_number)
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            double value = 0;
+            // Past 1 AdamW moves each weight by about the rate every step: the run only diverges.
+            if (CLI::detail::lexical_cast(text, value) && value > 1)
+              return fmt::format("must be at most 1, not {}", text);
+            return "";
+          },
+          ""));
   sub->add_option("--batch", args->batch, "Lines per step (default 32; lm: windows)")
       ->check(positive_number);
   // Parsed by attn, not CLI11, whose unsigned conversion wraps -1 and 2^64 into valid seeds.
@@ -399,13 +455,13 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                   "masked-word, lm: float32 (default) or bf16: the tied output's three products on "
                   "bf16 operands with float32 sums, as PyTorch's autocast (the model file stays float32)")
       ->check(CLI::IsMember({"float32", "bf16"}));
-  sub->add_option("--adaptive-softmax", args->adaptive_softmax,
-                  "masked-word, lm: an adaptive softmax with these cuts over the output words, most "
-                  "frequent first (PyTorch's AdaptiveLogSoftmaxWithLoss cutoffs, e.g. 2000,6000): a "
-                  "head of the first CUT words and a cluster between each cut and the next, or the end")
-      ->delimiter(',')
-      ->type_name("CUT,...")
-      ->check(positive_number);
+  // Parsed by attn, not CLI11, which reads an empty field ("100,,200") as nothing at all.
+  sub->add_option_function<std::string>(
+         "--adaptive-softmax", [args](const std::string& text) { args->adaptive_softmax = parse_cuts(text); },
+         "masked-word, lm: an adaptive softmax with these cuts over the output words, most "
+         "frequent first (PyTorch's AdaptiveLogSoftmaxWithLoss cutoffs, e.g. 2000,6000): a "
+         "head of the first CUT words and a cluster between each cut and the next, or the end")
+      ->type_name("CUT,...");
   sub->add_option("--eval-steps", args->eval_steps,
                   "masked-word, lm: also score the held-out sequences every N steps (default: each "
                   "epoch's end)")
@@ -425,11 +481,17 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
     // The checkpoint (masked-word) is written, resumed from and removed: it must be none of the
     // other files, whether --checkpoint names it or it defaults to OUTPUT.checkpoint.
     std::vector<named_file> checkpoint;
-    if (args->task == "masked-word" || args->task == "lm")
-      checkpoint.emplace_back("--checkpoint", args->checkpoint.empty() ? args->output + ".checkpoint"
-                                                                      : args->checkpoint);
+    // --save-steps' snapshots (OUTPUT.stepN.safetensors) are outputs too: every file with such a
+    // name that exists now is one the run may replace, so none may be an input (or a link to one).
+    if (args->task == "masked-word" || args->task == "lm") {
+      const std::string path = args->checkpoint.empty() ? args->output + ".checkpoint" : args->checkpoint;
+      checkpoint.emplace_back("--checkpoint", path);
+      checkpoint.emplace_back("--checkpoint", run_lock::path_for(path));  // created and removed
+      if (args->save_steps > 0)
+        for (const std::string& snapshot : existing_snapshots(args->output)) checkpoint.emplace_back("--save-steps", snapshot);
+    }
     check_file_roles(*sub, {}, checkpoint);
-    run(*args, hooks);
+    run(*args, hooks, *sub);
   });
 }
 

@@ -93,9 +93,8 @@ void check_file_roles(const CLI::App& command, const std::vector<named_file>& mo
   check_files_here(command, more_inputs, more_outputs);
 }
 
-static void check_files_here(const CLI::App& command, const std::vector<named_file>& more_inputs,
-                      const std::vector<named_file>& more_outputs) {
-  std::vector<named> inputs, outputs;
+// The command's files by role, as its options name them.
+static void declared_files(const CLI::App& command, std::vector<named>& inputs, std::vector<named>& outputs) {
   for (const CLI::Option* option : command.get_options()) {
     const auto it = roles().find(option);
     if (it == roles().end()) continue;
@@ -105,6 +104,25 @@ static void check_files_here(const CLI::App& command, const std::vector<named_fi
       list.push_back({option->get_name(), path, identify(path)});
     }
   }
+}
+
+static void refuse_an_input(const named& out, const std::vector<named>& inputs) {
+  for (const named& in : inputs)
+    if (in.path != "-" && same_file(in.id, out.id))
+      throw error(error_kind::usage, out.path,
+                  fmt::format("{} would overwrite {}, an input; write it elsewhere", out.what, in.what));
+}
+
+void check_output_is_no_input(const CLI::App& command, const named_file& output) {
+  std::vector<named> inputs, outputs;
+  declared_files(command, inputs, outputs);
+  refuse_an_input({output.first, output.second, identify(output.second)}, inputs);
+}
+
+static void check_files_here(const CLI::App& command, const std::vector<named_file>& more_inputs,
+                      const std::vector<named_file>& more_outputs) {
+  std::vector<named> inputs, outputs;
+  declared_files(command, inputs, outputs);
   for (const auto& [what, path] : more_inputs) inputs.push_back({what, path, identify(path)});
   for (const auto& [what, path] : more_outputs) outputs.push_back({what, path, identify(path)});
 
@@ -115,11 +133,7 @@ static void check_files_here(const CLI::App& command, const std::vector<named_fi
         throw error(error_kind::usage, out.path,
                     fmt::format("named by both {} and {}; each output needs a file of its own",
                                 outputs[j].what, out.what));
-    for (const named& in : inputs)
-      if (in.path != "-" && same_file(in.id, out.id))
-        throw error(error_kind::usage, out.path,
-                    fmt::format("{} would overwrite {}, an input; write it elsewhere", out.what,
-                                in.what));
+    refuse_an_input(out, inputs);
   }
   for (const named& out : outputs)
     if (out.path != "-") resolve_output(out.path);

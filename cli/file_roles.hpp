@@ -24,6 +24,11 @@ using named_file = std::pair<std::string, std::string>;
 void check_file_roles(const CLI::App& command, const std::vector<named_file>& more_inputs = {},
                       const std::vector<named_file>& more_outputs = {});
 
+// For an output whose path is only known as the command runs (train's --save-steps snapshots):
+// the same check as check_file_roles', against the command's inputs as they are now, just before
+// it is written, so a file (or a link to one) that became an input's name meanwhile is refused.
+void check_output_is_no_input(const CLI::App& command, const named_file& output);
+
 // attn-mpi, where the ranks run one command together and rank 0 alone writes: the check runs
 // through `agreed` (dist::on_root), on rank 0, and its error reaches every rank, so no rank goes
 // on to wait for one that failed alone.

@@ -16,8 +16,8 @@ std::string format_duration(double seconds) {
   return fmt::format("{}:{:02}", s / 60, s % 60);
 }
 
-train_progress::train_progress(bool language_model)
-    : terminal_(isatty(STDERR_FILENO) != 0), language_model_(language_model) {}
+train_progress::train_progress(bool language_model, bool streamed)
+    : terminal_(isatty(STDERR_FILENO) != 0), language_model_(language_model), streamed_(streamed || language_model) {}
 
 train_progress::~train_progress() { clear(); }
 
@@ -29,9 +29,10 @@ void train_progress::clear() {
 void train_progress::step(const train_step_report& r) {
   const auto now = std::chrono::steady_clock::now();
   if (!terminal_) {
-    if (!language_model_ || now - last_line_ < std::chrono::seconds(60)) return;
+    if (!streamed_ || now - last_line_ < std::chrono::seconds(5)) return;
     last_line_ = now;
-    fmt::print(stderr, "epoch {}/{} step {}/{}  loss {:.4f}  lr {:.2e}  {:.0f} tokens/s  ETA {}\n",
+    // Not "epoch …" at the line's start: logs are read for the epochs' own lines by that.
+    fmt::print(stderr, "progress: epoch {}/{} step {}/{}  loss {:.4f}  lr {:.2e}  {:.0f} tokens/s  ETA {}\n",
                r.epoch, r.epochs, r.step, r.steps, r.loss, r.lr, r.tokens_per_second,
                format_duration(r.eta_seconds));
     std::fflush(stderr);

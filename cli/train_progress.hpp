@@ -1,6 +1,7 @@
 // What `attn train` shows on standard error: on a terminal a bar redrawn as it goes (epoch, step,
-// loss, tokens/s, ETA); otherwise nothing between epochs, except for a language model (whose
-// one epoch may last hours): a plain line a minute. Either way one plain line per epoch with
+// loss, tokens/s, ETA); otherwise nothing between epochs, except for the streamed tasks (a
+// language model or a context model, whose one epoch may last hours): a plain line every 5 s
+// ("progress: epoch …"), so a log or a pipe shows the run moving from its first seconds. Either way one plain line per epoch with
 // its loss and accuracy (a language model's held-out perplexity), and one per mid-epoch score
 // (--eval-steps), so logs keep the history.
 #pragma once
@@ -13,7 +14,7 @@ namespace attn::cli {
 
 class train_progress {
  public:
-  explicit train_progress(bool language_model = false);
+  explicit train_progress(bool language_model = false, bool streamed = false);
   ~train_progress();
   void step(const train_step_report& r);
   void epoch(const train_epoch_report& r);
@@ -21,7 +22,7 @@ class train_progress {
   void clear();  // erases the bar before a message
 
  private:
-  bool terminal_, language_model_;
+  bool terminal_, language_model_, streamed_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point last_line_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_{};

@@ -222,7 +222,8 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
   if (output) {
     model->save(output->string());
     // The run is complete: a checkpoint it wrote has nothing left to resume.
-    if (streamed && result.checkpoint_written && !o.checkpoint.empty()) std::remove(o.checkpoint.c_str());
+    if (streamed && result.checkpoint_written && !o.checkpoint.empty())
+      remove_training_checkpoint(o.checkpoint, result.checkpoint_run);
   }
   return model;
 }

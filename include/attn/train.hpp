@@ -187,6 +187,9 @@ struct train_result {
   // masked-word, lm: the checkpoint file is this run's (it saved it, or resumed from it), so it may
   // be removed once the model is written; a file the run never touched is left alone.
   bool checkpoint_written = false;
+  // masked-word, lm: the id of the run its checkpoint holds (this run's own, or the one it resumed),
+  // for remove_training_checkpoint.
+  std::string checkpoint_run;
 };
 
 // The options a task starts from: train_options{} with the task's own defaults (masked-word: 2
@@ -195,7 +198,8 @@ struct train_result {
 train_options task_defaults(text_task task);
 
 // The names attn train and attn.train take: "next-word", "classify", "masked-word", "lm"; and a
-// duration, "90", "90s", "30m", "1h" or "1h30m", in seconds (> 0). A usage error quotes the text
+// duration, "90s", "30m", "1h" or "1h30m" (a unit after every number, h, m, s each at most once
+// and in that order), in seconds (> 0). A usage error quotes the text
 // after `option`, as the caller spells it ("--task", "task").
 text_task parse_task(const std::string& name, const std::string& option = "task");
 double parse_duration(const std::string& text, const std::string& option = "time");
@@ -213,11 +217,18 @@ train_result train_text_model(const train_options& options, const train_callback
 // train_options::save_steps' file for step N beside the output, named by the step as Hugging
 // Face's checkpoint-N folders are: model.safetensors → model.step2000.safetensors.
 std::string snapshot_path(const std::string& output, int64_t step);
+// The files that exist now beside `output` with a snapshot's name (snapshot_path(output, N), any
+// N): those a run with save_steps could replace, for its callers' check of inputs and outputs.
+std::vector<std::string> existing_snapshots(const std::string& output);
 // Writes on_snapshot's model file to snapshot_path(output, step), whole or not at all (a
 // temporary renamed into place); returns that path.
 std::string save_snapshot(const std::string& output, int64_t step, const std::string& model_file);
 
 // Whether the file at `path` is a training checkpoint (it begins with the format's magic line).
 bool is_training_checkpoint(const std::string& path);
+// Removes the checkpoint at `path` once its run is complete, only when it is a training
+// checkpoint holding the run id `run` (train_result::checkpoint_run): never a file that merely
+// sits at that path, nor another run's checkpoint. Returns whether it removed it.
+bool remove_training_checkpoint(const std::string& path, const std::string& run);
 
 }  // namespace attn

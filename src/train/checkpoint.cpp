@@ -9,6 +9,7 @@
 
 #include "attn/error.hpp"
 #include "attn/train.hpp"
+#include "io/content_hash.hpp"
 #include "io/json_fields.hpp"
 #include "io/read_file.hpp"
 #include "io/replace_file.hpp"
@@ -17,7 +18,12 @@ namespace attn::train {
 
 namespace {
 
-constexpr std::string_view magic = "attn-checkpoint/1\n";
+constexpr std::string_view magic = "attn-checkpoint/2\n";
+// The format before the body's checksum: still known as a checkpoint (a new run may replace it),
+// never resumed.
+constexpr std::string_view magic_1 = "attn-checkpoint/1\n";
+
+std::string hex(uint64_t v) { return fmt::format("{:016x}", v); }
 
 template <class T>
 std::string to_bytes(const std::vector<T>& v) {
@@ -87,7 +93,13 @@ void checkpoint::save(const std::string& path) const {
     index[name] = {{"type", a.type}, {"offset", offset}, {"bytes", a.bytes.size()}};
     offset += a.bytes.size();
   }
-  const std::string head = nlohmann::json{{"header", header}, {"arrays", index}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // The body's checksum, so that a flipped byte among the weights or moments is found on resume
+  // rather than trained on.
+  io::content_hash body;
+  for (const auto& [name, a] : arrays_) body.update(a.bytes.data(), a.bytes.size());
+  const std::string head =
+      nlohmann::json{{"header", header}, {"arrays", index}, {"body_hash", hex(body.value())}}.dump(
+          -1, ' ', false, nlohmann::json::error_handler_t::replace);
   io::replace_file(path, "checkpoint", [&](std::ostream& out) {
     out.write(magic.data(), static_cast<std::streamsize>(magic.size()));
     unsigned char length[8];
@@ -101,13 +113,34 @@ void checkpoint::save(const std::string& path) const {
 bool checkpoint::is_checkpoint(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::string head(magic.size(), '\0');
-  return in.read(head.data(), static_cast<std::streamsize>(head.size())) && head == magic;
+  return in.read(head.data(), static_cast<std::streamsize>(head.size())) && (head == magic || head == magic_1);
+}
+
+std::string checkpoint::run_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(magic.size(), '\0');
+  unsigned char length[8];
+  if (!in.read(head.data(), static_cast<std::streamsize>(head.size())) || head != magic ||
+      !in.read(reinterpret_cast<char*>(length), 8))
+    return "";
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(length[i]) << (8 * i);
+  if (n > (uint64_t{1} << 30)) return "";
+  std::string text(n, '\0');
+  if (!in.read(text.data(), static_cast<std::streamsize>(n))) return "";
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("header") || !j["header"].is_object()) return "";
+  const nlohmann::json& h = j["header"];
+  return h.contains("run") && h["run"].is_string() ? h["run"].get<std::string>() : "";
 }
 
 checkpoint checkpoint::load(const std::string& path) {
   const std::string bytes = read_file(path);
   checkpoint c;
   c.source_ = path;
+  if (bytes.size() >= magic_1.size() && bytes.compare(0, magic_1.size(), magic_1) == 0)
+    throw_input(path, "a checkpoint of an older attn (attn-checkpoint/1, without a checksum): it "
+                      "cannot be resumed; start the run again without --resume");
   if (bytes.size() < magic.size() + 8 || bytes.compare(0, magic.size(), magic) != 0)
     throw_input(path, "not an attn checkpoint (bad magic)");
   uint64_t length = 0;
@@ -126,6 +159,11 @@ checkpoint checkpoint::load(const std::string& path) {
     throw_input(path, "bad checkpoint header: no 'arrays' object", where_header);
   c.header = head["header"];
   const size_t data = start + length;
+  if (!head.contains("body_hash") || !head["body_hash"].is_string())
+    throw_input(path, "bad checkpoint header: no 'body_hash' string", where_header);
+  if (head["body_hash"].get<std::string>() != hex(io::hash_bytes(bytes.data() + data, bytes.size() - data)))
+    throw_input(path, "damaged checkpoint: its arrays do not match the checksum in its header",
+                fmt::format("bytes {} to {}", data, bytes.size()));
   for (const auto& [name, a] : head["arrays"].items()) {
     const auto unsigned_field = [&](const char* key) {
       if (!a.is_object() || !a.contains(key) || !a[key].is_number_unsigned())
@@ -148,4 +186,8 @@ checkpoint checkpoint::load(const std::string& path) {
 
 namespace attn {
 bool is_training_checkpoint(const std::string& path) { return train::checkpoint::is_checkpoint(path); }
+bool remove_training_checkpoint(const std::string& path, const std::string& run) {
+  if (run.empty() || train::checkpoint::run_of(path) != run) return false;
+  return std::remove(path.c_str()) == 0;
+}
 }  // namespace attn

@@ -1,7 +1,9 @@
 // A training checkpoint: a JSON header (progress, options) and named binary arrays (weights,
-// optimiser moments). attn's own small format, "attn-checkpoint/1": magic line, the header's
+// optimiser moments). attn's own small format, "attn-checkpoint/2": magic line, the header's
 // length (8 bytes, little-endian), the header, then the arrays back to back; the header gives
-// each array's type, offset and length. Written to a temporary file and renamed into place, so
+// each array's type, offset and length, and the body's checksum ("body_hash": io/content_hash.hpp
+// over every byte after the header, 16 hex digits), checked on load. "attn-checkpoint/1" (no
+// checksum) is still known as a checkpoint but refused on load. Written to a temporary file and renamed into place, so
 // an interrupted save leaves the previous checkpoint whole.
 #pragma once
 
@@ -29,6 +31,8 @@ class checkpoint {
   static checkpoint load(const std::string& path);
   // Whether the file begins as a checkpoint does (false when it cannot be read).
   static bool is_checkpoint(const std::string& path);
+  // The run id in its header ("run"), "" when it has none or is not a readable checkpoint.
+  static std::string run_of(const std::string& path);
 
  private:
   struct array {

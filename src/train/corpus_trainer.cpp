@@ -25,10 +25,13 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
+#include <random>
 #include <unordered_map>
 
 #include "attn/error.hpp"
+#include "io/content_hash.hpp"
 #include "io/json_fields.hpp"
 #include "train/checkpoint.hpp"
 #include "train/corpus.hpp"
@@ -57,6 +60,13 @@ uint64_t mix(uint64_t a, uint64_t b) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
+}
+
+// Budgets in steps, from counts a user may set near 2^63: rounded up and multiplied without overflow.
+int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+int64_t saturating_product(int64_t a, int64_t b) {
+  int64_t product = 0;
+  return __builtin_mul_overflow(a, b, &product) ? std::numeric_limits<int64_t>::max() : product;
 }
 
 bool held_out(int64_t sequence, bool validating) {
@@ -389,18 +399,35 @@ train_epoch_report epoch_from_json(const nlohmann::json& j, int64_t epochs, bool
   return r;
 }
 
+// The training record as a checkpoint's fingerprint holds it: the data (and a vectors file) by
+// their bytes' digest instead of their paths, so the same text under another name resumes and
+// other text under the same name is refused.
+std::string content_record(const std::string& record, const train_options& o) {
+  nlohmann::json j = nlohmann::json::parse(record);
+  const auto digest = [](const std::string& path) {
+    const io::file_digest d = io::digest_file(path);
+    if (!d.readable) throw_input(path, d.problem);
+    return d.describe();
+  };
+  j["data"] = digest(o.data);
+  if (o.word_vectors != nullptr && !uses_default_vectors(o) && std::filesystem::is_regular_file(o.word_vectors->source()))
+    j["vectors"] = digest(o.word_vectors->source());
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 // Each task's checkpoints are their own format: one never resumes the other.
 std::string checkpoint_format(text_task task) {
   return task == text_task::lm ? "attn-lm-training/1" : "attn-masked-word-training/1";
 }
 
-void save_checkpoint(const std::string& path, const std::string& format, const std::string& record, const progress& p,
+void save_checkpoint(const std::string& path, const std::string& format, const std::string& record,
+                     const std::string& run, const progress& p,
                      const std::vector<train_epoch_report>& epochs,
                      const std::vector<train_eval_report>& evaluations,
                      const std::vector<nn::parameter<float>*>& params, const adamw& optimiser,
                      const std::vector<std::vector<float>>& best_weights) {
   checkpoint c;
-  c.header = {{"format", format}, {"options", record}, {"progress", to_json(p)}};
+  c.header = {{"format", format}, {"options", record}, {"run", run}, {"progress", to_json(p)}};
   nlohmann::json reports = nlohmann::json::array();
   for (const train_epoch_report& r : epochs) reports.push_back(epoch_json(r));
   c.header["epochs"] = reports;
@@ -429,6 +456,7 @@ void save_checkpoint(const std::string& path, const std::string& format, const s
 // Loads a checkpoint into the run (weights, optimiser, the best weights) and returns where to
 // go on from. An input error when it was made with other data or options.
 progress load_checkpoint(const std::string& path, const std::string& format, const std::string& record,
+                         std::string& run_id,
                          std::vector<train_epoch_report>& epochs, std::vector<train_eval_report>& evaluations,
                          const run_shape& run, bool validating,
                          const std::vector<nn::parameter<float>*>& params, adamw& optimiser,
@@ -440,6 +468,7 @@ progress load_checkpoint(const std::string& path, const std::string& format, con
                                                                  : "not a masked-word training checkpoint");
   if (h.text(c.header, "options") != record)
     throw_input(path, "the checkpoint was made with other data or options (resume with the same command)");
+  run_id = h.text(c.header, "run");  // the run goes on: its checkpoint stays its own
   const progress p = from_json(h.at(c.header, "progress"), h);
   check_progress(p, run, h);
   const nlohmann::json& reports = h.at(c.header, "epochs");
@@ -612,15 +641,17 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   // tokens a step, so the learning rate's schedule knows its end) and, as the run goes, by --time.
   const int64_t tokens_per_step =
       lm ? o.batch * o.context : std::max<int64_t>(1, result.train.tokens / std::max<int64_t>(steps, 1));
-  const int64_t token_steps = o.max_tokens > 0 ? (o.max_tokens + tokens_per_step - 1) / tokens_per_step : 0;
+  // (Rounded up without a sum, which would overflow for a budget near 2^63.)
+  const int64_t token_steps = o.max_tokens > 0 ? ceil_div(o.max_tokens, tokens_per_step) : 0;
   const int64_t min_steps = o.min_steps > 0 ? o.min_steps
                             : token_steps > 0 ? token_steps
                             : o.time_limit > 0 ? steps * max_epochs
                             : lm ? default_lm_min_steps : default_min_steps;
-  const int64_t epochs = o.epochs > 0 ? o.epochs : std::clamp<int64_t>((min_steps + steps - 1) / steps, 1, max_epochs);
+  const int64_t epochs = o.epochs > 0 ? o.epochs : std::clamp<int64_t>(ceil_div(min_steps, steps), 1, max_epochs);
   result.planned_epochs = epochs;
   model->training = training_record(o, epochs);
-  const int64_t total = token_steps > 0 ? std::min(token_steps, steps * epochs) : steps * epochs;
+  const int64_t all_epochs = saturating_product(steps, epochs);
+  const int64_t total = token_steps > 0 ? std::min(token_steps, all_epochs) : all_epochs;
   const int64_t warmup = std::max<int64_t>(1, std::llround(o.warmup * static_cast<double>(total)));
   const std::vector<nn::parameter<float>*> params = net.parameters();
   adamw optimiser(params, {.weight_decay = o.weight_decay});
@@ -630,7 +661,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
 
   // What a checkpoint must match to be resumed: the options and the network they made.
   nlohmann::json fingerprint_fields = nlohmann::json{
-      {"training", model->training}, {"layers", c.layers}, {"heads", c.heads}, {"dim", c.dim},
+      {"training", content_record(model->training, o)}, {"layers", c.layers}, {"heads", c.heads}, {"dim", c.dim},
       {"feedforward", c.feedforward}, {"positions", c.max_positions}, {"new_words", c.new_words},
       {"inputs", model->inputs.size()}, {"outputs", model->outputs.size()}};
   if (c.norm_first) fingerprint_fields["norm_first"] = true;  // absent before pre-norm existed
@@ -638,11 +669,16 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   const std::string fingerprint =
       fingerprint_fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   const std::string format = checkpoint_format(o.task);
+  // The id the checkpoint holds, so that the run's end removes its own checkpoint and no other.
+  {
+    std::random_device device;
+    result.checkpoint_run = fmt::format("{:08x}{:08x}", device(), device());
+  }
   progress p;
   if (o.resume) {
     const run_shape run{.epochs = epochs, .steps = steps, .chunk_steps = per_chunk,
                         .sequences = s.sequences, .corpus_bytes = s.bytes};
-    p = load_checkpoint(o.checkpoint, format, fingerprint, result.epochs, result.evaluations, run, validating, params,
+    p = load_checkpoint(o.checkpoint, format, fingerprint, result.checkpoint_run, result.epochs, result.evaluations, run, validating, params,
                         optimiser, best_weights);
     result.resumed_at = p.done;
     result.checkpoint_written = true;  // the run goes on in that file: it is the run's own
@@ -676,7 +712,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   };
   // Whether a budget other than the epochs is spent (then the epoch in progress is the last).
   const auto budget_spent = [&]() -> std::string {
-    if (p.done >= total) return o.max_tokens > 0 && token_steps <= steps * epochs ? "--max-tokens" : "";
+    if (p.done >= total) return o.max_tokens > 0 && token_steps <= all_epochs ? "--max-tokens" : "";
     if (o.time_limit > 0 && step_seconds >= o.time_limit) return "--time";
     return "";
   };
@@ -751,7 +787,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
         if (stop_here()) {
           p.seconds = run_seconds();
           if (!o.checkpoint.empty() && writes)
-            save_checkpoint(o.checkpoint, format, fingerprint, p, result.epochs, result.evaluations, params, optimiser,
+            save_checkpoint(o.checkpoint, format, fingerprint, result.checkpoint_run, p, result.epochs, result.evaluations, params, optimiser,
                             best_weights);
           result.checkpoint_written = !o.checkpoint.empty() || result.checkpoint_written;
           result.checkpoint = o.checkpoint;
@@ -782,6 +818,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
         };
         const step_totals t = sharded_gradients(net, static_cast<int64_t>(group.size()), rows, batch_of,
                                                 o.shards, dropout_seed, cb.exchange, cache, &copies);
+        check_finite_loss(o, t.loss_sum, p.done + 1);
         if (t.rows > 0) clip_gradients(params, o.clip);
         p.loss_sum += t.loss_sum;
         p.rows_sum += t.rows;
@@ -815,13 +852,15 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
         }
         if (o.save_steps > 0 && p.done % o.save_steps == 0 && writes && cb.on_snapshot) {
           optimiser.flush();  // done by the held-out score above (when the run holds text out)
+          check_finite_weights(o, params, p.done);
           cb.on_snapshot(p.done, model->encode());
         }
         if (o.checkpoint_steps > 0 && p.done % o.checkpoint_steps == 0 && !o.checkpoint.empty() && writes) {
+          check_finite_weights(o, params, p.done);  // never a diverged state over a sound one
           progress at = p;
           ++at.batch;  // this batch is done
           at.seconds = run_seconds();
-          save_checkpoint(o.checkpoint, format, fingerprint, at, result.epochs, result.evaluations, params, optimiser,
+          save_checkpoint(o.checkpoint, format, fingerprint, result.checkpoint_run, at, result.epochs, result.evaluations, params, optimiser,
                           best_weights);
           result.checkpoint_written = true;
         }
@@ -886,6 +925,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
     }
   }
   if (p.best_saved && result.best_epoch != result.epochs.back().epoch) restore(params, best_weights);
+  check_finite_weights(o, params, p.done);
   result.trained_tokens = p.all_tokens;
   net.set_output_bf16(false);
   result.model = text_model(std::move(model));

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cstring>
 #include <cmath>
 
 #include "attn/error.hpp"
@@ -58,27 +59,34 @@ text_task parse_task(const std::string& name, const std::string& option) {
 }
 
 double parse_duration(const std::string& text, const std::string& option) {
+  // Every number takes its unit, and the units come at most once each, largest first: "1h30m"
+  // and "90s", never "30" (seconds? minutes?), "1h30" or "1s1s", which would guess.
   double seconds = 0;
   const char* at = text.data();
   const char* end = text.data() + text.size();
-  bool any = false;
-  while (at < end) {
+  bool ok = at < end;
+  int next_unit = 0;  // the units not yet taken: h (0), m (1), s (2)
+  while (ok && at < end) {
     double value = 0;
-    const auto [next, ec] = std::from_chars(at, end, value);
-    if (ec != std::errc() || !(value >= 0)) break;
-    at = next;
-    double unit = 1;
-    if (at < end && (*at == 's' || *at == 'm' || *at == 'h')) {
-      unit = *at == 'h' ? 3600 : *at == 'm' ? 60 : 1;
-      ++at;
-    } else if (at != end) {
+    const auto [after, ec] = std::from_chars(at, end, value);
+    if (ec != std::errc() || !(value >= 0) || after == end) {
+      ok = false;
       break;
     }
-    seconds += value * unit;
-    any = true;
+    const char* units = "hms";
+    const char* u = std::strchr(units, *after);
+    if (*after == '\0' || u == nullptr || u - units < next_unit) {
+      ok = false;
+      break;
+    }
+    next_unit = static_cast<int>(u - units) + 1;
+    seconds += value * (*u == 'h' ? 3600 : *u == 'm' ? 60 : 1);
+    at = after + 1;
   }
-  if (!any || at != end || !(seconds > 0) || !std::isfinite(seconds))
-    throw_usage(fmt::format("{} '{}': expected a duration such as 90s, 30m, 1h or 1h30m", option, text));
+  if (!ok || !(seconds > 0) || !std::isfinite(seconds))
+    throw_usage(fmt::format("{} '{}': expected a duration such as 90s, 30m, 1h or 1h30m (a unit after "
+                            "every number, h, m and s at most once each, in that order)",
+                            option, text));
   return seconds;
 }
 

@@ -351,6 +351,7 @@ train_result train_on_examples(const train_options& o, const train_callbacks& cb
       const uint64_t dropout_seed = c.dropout > 0 ? (random.next() | 1) : 0;
       const train::step_totals totals =
           train::sharded_gradients(net, group, o.task, o.shards, dropout_seed, exchange, cache, &copies);
+      train::check_finite_loss(o, totals.loss_sum, done + 1);
       train::clip_gradients(params, o.clip);
       const double lr = train::learning_rate(done, total, warmup, o.lr);
       optimiser.step(lr);
@@ -408,6 +409,7 @@ train_result train_on_examples(const train_options& o, const train_callbacks& cb
   // The best epoch's weights (already in place when it was the last one that ran).
   if (!best_weights.empty() && result.best_epoch != result.epochs.back().epoch)
     restore(params, best_weights);
+  train::check_finite_weights(o, params, done);
   result.model = text_model(std::move(model));
   return result;
 }

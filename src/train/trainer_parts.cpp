@@ -63,10 +63,13 @@ void initialise_lm_rows(nn::network<float>& net, const train_options& o, const w
 }  // namespace
 
 void check_options(const train_options& o) {
+  constexpr double max_lr = 1;
   if (o.data.empty()) throw_usage("no training data (--data FILE)");
   if (o.epochs < 0) throw_usage(fmt::format("--epochs must be at least 1, got {}", o.epochs));
   if (o.batch < 1) throw_usage(fmt::format("--batch must be at least 1, got {}", o.batch));
-  if (!(o.lr > 0) || !std::isfinite(o.lr)) throw_usage(fmt::format("--lr must be positive, got {}", o.lr));
+  // Past 1 AdamW moves every weight by about the rate itself each step: such a run only diverges.
+  if (!(o.lr > 0) || !(o.lr <= max_lr))
+    throw_usage(fmt::format("--lr must be in (0, {:g}], got {:g}", max_lr, o.lr));
   if (o.heads < 1) throw_usage(fmt::format("--heads must be at least 1, got {}", o.heads));
   if (o.dim < 0 || o.hidden < 0 || o.feedforward < 0) throw_usage("--dim, --hidden and --feedforward must be positive");
   if (o.layers < 0) throw_usage(fmt::format("--layers must be 0 or more, got {}", o.layers));
@@ -243,6 +246,24 @@ std::string training_record(const train_options& o, int64_t epochs) {
   if (!o.adaptive_softmax.empty()) j["adaptive_softmax"] = o.adaptive_softmax;  // absent: full softmax
   // Paths may hold any bytes; the record is for people, so invalid UTF-8 shows as U+FFFD.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+namespace {
+[[noreturn]] void diverged(const train_options& o, int64_t step) {
+  throw_input(o.data, fmt::format("training diverged (the loss is no longer finite; a learning rate "
+                                  "below {:g} may train)", o.lr),
+              fmt::format("step {}", step));
+}
+}  // namespace
+
+void check_finite_loss(const train_options& o, double loss_sum, int64_t step) {
+  if (!std::isfinite(loss_sum)) diverged(o, step);
+}
+
+void check_finite_weights(const train_options& o, const std::vector<nn::parameter<float>*>& params, int64_t step) {
+  for (const nn::parameter<float>* p : params)
+    for (float v : p->value)
+      if (!std::isfinite(v)) diverged(o, step);
 }
 
 bool better(const train::scored_examples& a, const train::scored_examples& b) {

@@ -40,6 +40,12 @@ void initialise(nn::network<float>& net, const train_options& o, const word_inde
 // The options as JSON, saved in the model file for the record.
 std::string training_record(const train_options& o, int64_t epochs);
 
+// A run that diverged stops instead of "succeeding": a non-finite training loss, or a weight
+// the last step made non-finite, is an input error naming the data and the step (exit 2), thrown
+// before anything is written from the run (model, snapshot, checkpoint).
+void check_finite_loss(const train_options& o, double loss_sum, int64_t step);
+void check_finite_weights(const train_options& o, const std::vector<nn::parameter<float>*>& params, int64_t step);
+
 // A validation score: higher accuracy is better, and at equal accuracy a lower loss.
 bool better(const scored_examples& a, const scored_examples& b);
 

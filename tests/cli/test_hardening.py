@@ -20,7 +20,42 @@ NEGATION = os.path.join(DATA, "negation_train.tsv")
 
 # ---- 1. a checkpoint's numbers are range-checked against the run it resumes ----
 
-MAGIC = len(b"attn-checkpoint/1\n")
+MAGIC = len(b"attn-checkpoint/2\n")
+M64 = (1 << 64) - 1
+
+
+def content_hash(b):
+    """src/io/content_hash.cpp's hash, which a checkpoint's header holds of its body."""
+    k1, k2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9
+    rotl = lambda x, r: ((x << r) | (x >> (64 - r))) & M64
+    def avalanche(x):
+        x ^= x >> 30
+        x = (x * k2) & M64
+        x ^= x >> 27
+        x = (x * 0x94D049BB133111EB) & M64
+        return x ^ (x >> 31)
+    lanes = [0x243F6A8885A308D3, 0x13198A2E03707344, 0xA4093822299F31D0, 0x082EFA98EC4E6C89]
+    whole = len(b) // 32 * 32
+    words = struct.unpack_from(f"<{whole // 8}Q", b)
+    for i in range(0, len(words), 4):
+        for lane in range(4):
+            lanes[lane] = (rotl((lanes[lane] + words[i + lane] * k1) & M64, 31) * k2) & M64
+    h = (len(b) * k1) & M64
+    for lane in lanes:
+        h = (rotl(h ^ avalanche(lane), 27) * k1) & M64
+    for c in b[whole:]:
+        h = ((h ^ c) * k2) & M64
+    return avalanche(h)
+
+
+def seal_checkpoint(path):
+    """Writes the checksum of the checkpoint's (edited) body into its header."""
+    b = path.read_bytes()
+    n = struct.unpack("<Q", b[MAGIC:MAGIC + 8])[0]
+    head = json.loads(b[MAGIC + 8:MAGIC + 8 + n])
+    head["body_hash"] = f"{content_hash(b[MAGIC + 8 + n:]):016x}"
+    text = json.dumps(head).encode()
+    path.write_bytes(b[:MAGIC] + struct.pack("<Q", len(text)) + text + b[MAGIC + 8 + n:])
 
 
 def edit_checkpoint(path, edit):
@@ -74,6 +109,7 @@ def test_resume_refuses_a_missing_field_and_a_non_finite_weight(stopped_run, att
                        if a["type"] == "f32" and a["bytes"] >= 4 and k.startswith("value."))
     at = MAGIC + 8 + n + entry["offset"]
     checkpoint.write_bytes(original[:at] + struct.pack("<f", float("nan")) + original[at + 4:])
+    seal_checkpoint(checkpoint)  # past the checksum, to reach the finite check
     r = attn(*args, "--resume")
     assert r.code == 2
     assert f"checkpoint array '{name}' holds a non-finite value, element 0" in one_error_line(r)

@@ -1,4 +1,4 @@
-#include "content_digest.hpp"
+#include "io/content_hash.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-namespace attn::dist {
+namespace attn::io {
 
 namespace {
 
@@ -65,6 +65,12 @@ uint64_t content_hash::value() const {
   return avalanche(h);
 }
 
+uint64_t hash_bytes(const char* bytes, size_t n) {
+  content_hash h;
+  h.update(bytes, n);
+  return h.value();
+}
+
 std::string file_digest::describe() const {
   return readable ? fmt::format("{} bytes, hash {:016x}", size, hash) : problem;
 }
@@ -89,4 +95,4 @@ file_digest digest_file(const std::string& path) {
   return d;
 }
 
-}  // namespace attn::dist
+}  // namespace attn::io
