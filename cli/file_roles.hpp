@@ -2,7 +2,8 @@
 // the options are added (reads(...), writes(...)). check_file_roles() runs before the command's
 // work and refuses (a usage error, exit 1, nothing touched) an output that names an input or
 // another output — the same file by any path, a link included — and an output that cannot be
-// written (output_target.hpp), so a long run cannot fail at its very end.
+// written (output_target.hpp), so a long run cannot fail at its very end. The checking itself is
+// the library's (attn/file_roles.hpp), which attn.train in Python runs too.
 #pragma once
 
 #include <CLI/CLI.hpp>

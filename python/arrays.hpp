@@ -20,6 +20,11 @@ struct array_view {
   tensor values;
 };
 
+// obj as a NumPy array: an array as it is, else np.asarray(obj) (or np.from_dlpack for an object
+// with __dlpack__ alone), NumPy's own errors raised as they are (MemoryError among them);
+// TypeError naming `name` for what NumPy can make only an object array of.
+py::array any_array(py::handle obj, const std::string& name);
+
 // A float32 array (anything np.asarray makes float32): viewed without a copy when C-contiguous,
 // copied to C order otherwise. Other dtypes raise TypeError naming `name`: converting float64
 // silently would hide a copy and a loss of precision.

@@ -77,9 +77,11 @@ tensor drop_batch(const tensor& t) {
   return t.reshape(std::move(shape));
 }
 
-using optional_array = std::optional<py::array>;
+// Arrays come as plain objects, converted by arrays.hpp: pybind11's own conversion would turn a
+// failure into a TypeError that prints every argument in full.
+using optional_array = std::optional<py::object>;
 
-py::object call(const multihead_attention& layer, const py::array& query, const optional_array& key,
+py::object call(const multihead_attention& layer, const py::object& query, const optional_array& key,
                 const optional_array& value, bool causal, const optional_array& key_padding_mask,
                 const optional_array& attn_mask, bool need_weights, bool average_attn_weights,
                 const std::string& dtype, const std::string& device) {
@@ -138,8 +140,8 @@ multihead_attention from_dict(const py::dict& state, int64_t num_heads) {
   for (const auto& [name, array] : state) {
     const std::string key = py::str(name);
     // Parameters of any float dtype are accepted: the layer keeps its own float32 copy anyway.
-    py::array a = py::array::ensure(array);
-    if (!a || a.dtype().kind() != 'f')
+    py::array a = any_array(array, "state dict entry '" + key + "'");
+    if (a.dtype().kind() != 'f')
       throw py::type_error("state dict entry '" + key + "' must be a float array");
     py::array_t<float, py::array::c_style | py::array::forcecast> f(a);
     tensors.emplace(key, tensor(shape_t(f.shape(), f.shape() + f.ndim()),

@@ -40,8 +40,10 @@ Returns the output float32 [B, H, L, Dv], or (output, weights) with need_weights
 A query that may see no key gives 0 (PyTorch 1.13 gives NaN there).
 Raises attn.UsageError (a ValueError) when the shapes do not fit.)doc";
 
-py::object sdpa_py(const py::array& q, const py::array& k, const py::array& v, bool causal,
-                   std::optional<double> scale, const std::optional<py::array>& attn_mask,
+// The arrays come as plain objects (anything np.asarray takes, arrays.hpp), so that a failure is
+// one line rather than pybind11's list of every argument in full.
+py::object sdpa_py(const py::object& q, const py::object& k, const py::object& v, bool causal,
+                   std::optional<double> scale, const std::optional<py::object>& attn_mask,
                    bool need_weights, const std::string& dtype, const std::string& device) {
   if (device != "cpu" && device != "cuda") throw_usage("device '" + device + "': expected cpu or cuda");
   const bool on_gpu = device == "cuda";

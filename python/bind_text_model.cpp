@@ -279,8 +279,10 @@ void bind_text_model(py::module_& m) {
           },
           "prompt"_a = "", py::kw_only(), "max_words"_a = 100, "temperature"_a = 1.0, "top_k"_a = 0,
           "top_p"_a = 1.0, "seed"_a = 0, "ignore_eos"_a = false,
-          "A language model (task 'lm') continues the prompt: the continuation as readable text, "
-          "as attn generate writes it after the prompt. temperature 0 is greedy; the same seed "
+          "A language model (task 'lm') continues the prompt: the continuation only, as readable "
+          "text, without the prompt and starting with the space that joins it to the prompt, so "
+          "that prompt + m.generate(prompt) is the line attn generate prints. temperature 0 is "
+          "greedy (at most 100, as --temperature); the same seed "
           "gives the same words. Stops at the end of the paragraph (unless ignore_eos) or after "
           "max_words tokens.")
       .def_property_readonly(
@@ -290,8 +292,10 @@ void bind_text_model(py::module_& m) {
             const training_history h = self.history();
             py::list epochs, evaluations;
             for (const train_epoch_report& r : h.epochs)
-              epochs.append(py::dict("epoch"_a = r.epoch, "loss"_a = r.loss, "eval_loss"_a = r.eval_loss,
-                                     "accuracy"_a = r.accuracy, "on_validation"_a = r.on_validation));
+              epochs.append(py::dict("epoch"_a = r.epoch, "loss"_a = r.loss,
+                                     "eval_loss"_a = score_or_none(epoch_scored(r, self.config().task), r.eval_loss),
+                                     "accuracy"_a = score_or_none(epoch_scored(r, self.config().task), r.accuracy),
+                                     "on_validation"_a = r.on_validation));
             for (const train_eval_report& r : h.evaluations)
               evaluations.append(py::dict("step"_a = r.step, "tokens"_a = r.tokens, "loss"_a = r.loss,
                                           "accuracy"_a = r.accuracy, "train_loss"_a = r.train_loss));

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "attn/error.hpp"
+#include "attn/file_roles.hpp"
 #include "attn/text_model.hpp"
 #include "attn/train.hpp"
 #include "attn/vectors.hpp"
@@ -30,6 +31,9 @@ namespace {
 template <class T>
 T as(const std::string& name, const py::handle& value) {
   try {
+    // True is an int to Python, but vocab=True is a slip, as `--vocab true` is on the command line.
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
+      if (py::isinstance<py::bool_>(value)) throw py::cast_error();
     return value.cast<T>();
   } catch (const py::cast_error&) {
     throw_usage(fmt::format("option {} takes {}, got {}", name,
@@ -42,8 +46,10 @@ T as(const std::string& name, const py::handle& value) {
 }
 
 // A number of seconds, or a duration as attn train --time takes it ("90s", "30m", "1h30m").
+// A number is read as seconds by the same parser, so time=0 is refused as --time 0 is.
 double seconds_of(const py::handle& value) {
-  if (py::isinstance<py::float_>(value) || py::isinstance<py::int_>(value)) return value.cast<double>();
+  if (!py::isinstance<py::bool_>(value) && (py::isinstance<py::float_>(value) || py::isinstance<py::int_>(value)))
+    return parse_duration(fmt::format("{}s", value.cast<double>()), "time");
   return parse_duration(as<std::string>("time", value), "time");
 }
 
@@ -88,6 +94,7 @@ const std::map<std::string, setter>& setters() {
       {"context", [](train_options& o, const std::string& n, const py::handle& v) { o.context = as<int64_t>(n, v); }},
       {"max_tokens", [](train_options& o, const std::string& n, const py::handle& v) { o.max_tokens = as<int64_t>(n, v); }},
       {"time", [](train_options& o, const std::string&, const py::handle& v) { o.time_limit = seconds_of(v); }},
+      {"threads", [](train_options& o, const std::string& n, const py::handle& v) { o.threads = as<int64_t>(n, v); }},
       {"eval_steps", [](train_options& o, const std::string& n, const py::handle& v) { o.eval_steps = as<int64_t>(n, v); }},
       {"save_steps", [](train_options& o, const std::string& n, const py::handle& v) { o.save_steps = as<int64_t>(n, v); }},
       {"dtype", [](train_options& o, const std::string& n, const py::handle& v) {
@@ -107,10 +114,12 @@ py::dict step_event(const train_step_report& r) {
                   "eta_seconds"_a = r.eta_seconds);
 }
 
-py::dict epoch_event(const train_epoch_report& r) {
+py::dict epoch_event(const train_epoch_report& r, text_task task) {
   using namespace pybind11::literals;
+  const bool scored = epoch_scored(r, task);
   return py::dict("kind"_a = "epoch", "epoch"_a = r.epoch, "epochs"_a = r.epochs, "loss"_a = r.loss,
-                  "accuracy"_a = r.accuracy, "eval_loss"_a = r.eval_loss, "on_validation"_a = r.on_validation,
+                  "accuracy"_a = score_or_none(scored, r.accuracy), "eval_loss"_a = score_or_none(scored, r.eval_loss),
+                  "on_validation"_a = r.on_validation,
                   "best"_a = r.best, "seconds"_a = r.seconds, "tokens_per_second"_a = r.tokens_per_second);
 }
 
@@ -153,6 +162,11 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
   // Checkpoints, as the CLI keeps them: beside the output unless named; none without either.
   if (streamed && o.checkpoint.empty() && output) o.checkpoint = output->string() + ".checkpoint";
   if (!streamed) o.checkpoint.clear();
+  // The CLI's file-roles check: no output may be an input or another output, by any path.
+  const bool vectors_path = !vectors_arg.is_none() && !py::isinstance<vectors>(vectors_arg);
+  check_file_roles({{"data", o.data}, {"valid", o.valid},
+                    {"vectors", vectors_path ? as<std::filesystem::path>("vectors", vectors_arg).string() : ""}},
+                   {{"output", output ? output->string() : ""}, {"checkpoint", o.checkpoint}});
   // Snapshots go beside the output, as the CLI's --save-steps files do.
   if (o.save_steps > 0 && !output) throw_usage("save_steps writes the model beside output: give output too");
   if (o.resume && (o.checkpoint.empty() || !std::filesystem::exists(o.checkpoint)))
@@ -193,7 +207,7 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
   cb.stop = &stop;
   cb.on_step = [&](const train_step_report& r) { report([&] { return step_event(r); }, ""); };
   cb.on_epoch = [&](const train_epoch_report& r) {
-    report([&] { return epoch_event(r); },
+    report([&] { return epoch_event(r, task); },
            fmt::format("epoch {}/{}  loss {:.4f}  {} {:.4f}  {:.0f} tokens/s", r.epoch, r.epochs, r.loss,
                        lm ? "valid perplexity" : r.on_validation ? "valid accuracy" : "train accuracy",
                        lm ? std::exp(r.eval_loss) : r.accuracy, r.tokens_per_second));
@@ -243,7 +257,7 @@ train_options's names: valid, learn_embeddings, finetune_embeddings, min_count, 
 heads, dim, layers, feedforward, norm_first, pool, hidden, dropout, window, shards, epochs,
 patience, lr, batch, seed, weight_decay, clip, warmup, mask_share, max_length, max_outputs, group_by_length, pack_sentences,
 drop_final_stop, checkpoint, checkpoint_steps, resume, vocab, context, max_tokens, time ('30m' or seconds),
-eval_steps, save_steps (every N steps also the model so far beside output, as
+eval_steps, threads (as --threads, for this run), save_steps (every N steps also the model so far beside output, as
 OUTPUT.stepN.safetensors), adaptive_softmax (a list of cuts, e.g. [2000, 6000]); an option not given takes the task's default, as on the command line, so the same
 options and seed give the file attn train writes. callback(event): called with a dict for every
 step ({'kind': 'step', 'loss', 'lr', 'tokens_per_second', 'eta_seconds', ...}), epoch ('epoch':
@@ -251,7 +265,10 @@ step ({'kind': 'step', 'loss', 'lr', 'tokens_per_second', 'eta_seconds', ...}), 
 'path'); without one, progress=True
 prints a line per epoch and score to standard error. Ctrl-C (KeyboardInterrupt) stops the run
 after its step; a masked-word or lm run keeps its checkpoint for resume=True. Errors: the CLI's,
-as attn.UsageError and attn.InputError. The GIL is released while it trains.)doc");
+as attn.UsageError and attn.InputError: the CLI's option ranges and its file-roles check (no
+output or checkpoint may be data, valid, vectors or each other, by any path or link) run before
+any work. An epoch event of a masked-word or lm run without held-out text has eval_loss and
+accuracy None. The GIL is released while it trains.)doc");
 }
 
 }  // namespace attn::python

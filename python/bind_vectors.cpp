@@ -124,7 +124,7 @@ void bind_vectors(py::module_& m) {
            })
       .def(
           "nearest",
-          [](const vectors& v, const py::array& vector, int64_t k) {
+          [](const vectors& v, const py::object& vector, int64_t k) {
             const array_view a = float32_input(vector, "vector");
             if (a.values.rank() != 1 || a.values.dim(0) != v.dim())
               throw_usage(fmt::format("vector has shape {}, expected [{}]",

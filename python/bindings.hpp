@@ -5,6 +5,9 @@
 
 #include <string>
 
+#include "attn/text_model.hpp"
+#include "attn/train.hpp"
+
 namespace attn::python {
 
 namespace py = pybind11;
@@ -18,6 +21,14 @@ void bind_train(py::module_& m);       // attn.train
 // attn.embed(text, model=...): a TextModel, or the path of a model file, gives (tokens,
 // embeddings [L, E], None) — the last attention block's output per token.
 py::tuple embed_with_model(const std::string& text, const py::object& model, bool strict);
+
+// Whether an epoch's accuracy and eval_loss hold a score: a masked-word or lm run without
+// held-out text scores none (its report holds zeros); the other tasks score the training lines
+// then. score_or_none: the value, or None where there was no score.
+inline bool epoch_scored(const train_epoch_report& r, text_task task) {
+  return r.on_validation || (task != text_task::lm && task != text_task::masked_word);
+}
+inline py::object score_or_none(bool scored, double value) { return scored ? py::object(py::float_(value)) : py::none(); }
 
 // A UserWarning (an exception when warnings are turned into errors).
 void user_warning(const std::string& message);

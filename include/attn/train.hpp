@@ -106,6 +106,10 @@ struct train_options {
   // frequent first — the head's size, then each cluster's end but the last, which the output
   // words close (lm: before <unk> and <eos>, which stay in the head). Empty: the full softmax.
   std::vector<int64_t> adaptive_softmax;
+
+  // Threads for this run (1 … 4096); 0: as many as OpenMP gives (the CLI's --threads sets that).
+  // The model is the same on any number.
+  int64_t threads = 0;
 };
 
 struct data_summary {
@@ -204,7 +208,8 @@ train_options task_defaults(text_task task);
 text_task parse_task(const std::string& name, const std::string& option = "task");
 double parse_duration(const std::string& text, const std::string& option = "time");
 
-// The options only the streamed tasks take (max_tokens, time, eval_steps, resume,
+// Every option's range, as attn train's flags check theirs (a positive --heads, --dropout up to
+// 0.95, …), then the options only the streamed tasks take (max_tokens, time, eval_steps, resume,
 // stop_after_steps, dtype, adaptive_softmax: masked-word and lm), refused for the others with a usage error that names
 // them as the caller spells them: the CLI's flags ("--max-tokens, --time and --eval-steps are for
 // --task masked-word and lm") or attn.train's keywords ("max_tokens, time and eval_steps are for

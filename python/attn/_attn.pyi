@@ -31,7 +31,8 @@ def tokenize(text: str) -> List[str]: ...
 def train(data: _Path, *, task: str = "next-word", output: Optional[_Path] = None,
           vectors: Union[None, _Path, "Vectors"] = None, callback: Optional[Callable[[Dict[str, Any]], Any]] = None,
           progress: bool = True, **options: Any) -> "TextModel":
-    """attn train from Python: the same options (train_options's names), defaults and model file."""
+    """attn train from Python: the same options (train_options's names, and threads), defaults,
+    option ranges, file-roles check and model file."""
 
 class MultiheadAttention:
     @staticmethod
@@ -100,12 +101,15 @@ class TextModel:
     def predict(self, text: str, k: int = 5) -> List[Tuple[str, float]]: ...
     def evaluate(self, path: _Path, *, every: int = 7, seed: int = 0) -> Dict[str, Any]: ...
     def generate(self, prompt: str = "", *, max_words: int = 100, temperature: float = 1.0, top_k: int = 0,
-                 top_p: float = 1.0, seed: int = 0) -> str: ...
+                 top_p: float = 1.0, seed: int = 0, ignore_eos: bool = False) -> str:
+        """The continuation only, starting with the space that joins it to the prompt:
+        prompt + generate(prompt) is the line attn generate prints."""
     def inspect(self, text: str, top: int = 5) -> Dict[str, Any]:
         """{"tokens", "unknown", "causal", "scale", "mask_position", "layers"}; each layer {"q",
         "k", "v" [H,L,D], "weights" [H,L,L], "predictions"}."""
     @property
-    def history(self) -> Dict[str, List[Dict[str, Any]]]: ...
+    def history(self) -> Dict[str, List[Dict[str, Any]]]:
+        """A masked-word or lm epoch without held-out text has eval_loss and accuracy None."""
     @property
     def labels(self) -> List[str]: ...
     @property

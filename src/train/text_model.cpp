@@ -202,7 +202,8 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
     f.range("heads", d(c.heads), 1, d(c.dim));
     if (c.dim % c.heads != 0) f.fail("heads", fmt::format("is {}, which does not divide dim {}", c.heads, c.dim));
     f.range("hidden", d(c.hidden), 1, limit);
-    f.range("max_positions", d(c.max_positions), 0, limit);
+    // A language model reads its last max_positions tokens: it has no context without them.
+    f.range("max_positions", d(c.max_positions), c.task == text_task::lm ? 1 : 0, limit);
     f.range("layers", d(c.layers), 0, 64);
     f.range("feedforward", d(c.feedforward), c.layers > 0 ? 1 : 0, limit);
     if (c.layers > 0 && c.dim != c.embed_dim)
@@ -211,6 +212,31 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
     f.range("dropout", c.dropout, 0, 1);
     f.range("new_words", d(c.new_words), d(new_words.size()), d(new_words.size()));
     if (outputs.empty()) throw_input(source, "bad model metadata: 'outputs' is empty");
+    // A masked-word or language model scores its output words against their embedding rows.
+    if ((c.task == text_task::masked_word || c.task == text_task::lm) && c.hidden != c.embed_dim)
+      f.fail("hidden", fmt::format("is {}, but a {} model's hidden width must be its embedding width {}",
+                                   c.hidden, task_name(c.task), c.embed_dim));
+    // Every matrix the sizes make is stored in the file (bar the default vectors), so sizes whose
+    // matrices hold more values than the file's tensors are damaged, and are refused before any
+    // is allocated (a dim of 2^20 would ask for 2^40 values).
+    double stored = 0;
+    for (const auto& [name, t] : file.tensors) stored += d(t.numel());
+    const auto fits = [&](const char* name, int64_t value, double values, const char* what) {
+      if (values > stored)
+        f.fail(name, fmt::format("is {}, which makes {} of {} values, more than the file's {} hold", value,
+                                 what, values, stored));
+    };
+    const double e = d(c.dim), in = d(c.embed_dim);
+    fits(c.embed_dim >= c.dim ? "embed_dim" : "dim", std::max(c.embed_dim, c.dim), e * in, "attention weights");
+    if (c.embeddings == embedding_source::stored)
+      fits("embed_dim", c.embed_dim, d(input_words.size()) * in, "an embedding table");
+    fits("new_words", c.new_words, d(c.new_words) * in, "new words' rows");
+    fits("layers", c.layers, d(c.layers) * 4 * e * e, "encoder layers");
+    fits("feedforward", c.feedforward, d(c.layers) * 2 * d(c.feedforward) * e, "feed-forward weights");
+    fits("max_positions", c.max_positions, d(c.max_positions) * in, "a position table");
+    fits("window", c.window, d(c.window) * in * in, "word-window weights");
+    const bool tied = c.task == text_task::masked_word || c.task == text_task::lm;
+    fits("hidden", c.hidden, d(c.hidden) * (c.pool == pooling::mean_max && !tied ? 2 * e : e), "output weights");
     if (!c.output_cutoffs.empty()) {  // c₀ < … < cₙ ≤ the output words, on a tied output
       const auto& cuts = c.output_cutoffs;
       if (c.task != text_task::lm && c.task != text_task::masked_word)
@@ -227,8 +253,9 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
   if (c.embeddings == embedding_source::default_vectors) {
     defaults = vectors::load_default();
     if (defaults->dim() != c.embed_dim)
-      throw_input(source, fmt::format("the model expects {}-dimensional default vectors, this "
-                                      "attn has {}", c.embed_dim, defaults->dim()));
+      io::json_fields(source, "model config field")
+          .fail("embed_dim", fmt::format("is {}: the model expects {}-dimensional default vectors, this attn has {}",
+                                         c.embed_dim, c.embed_dim, defaults->dim()));
     input_words.reserve(static_cast<size_t>(defaults->size()));
     for (int64_t i = 0; i < defaults->size(); ++i) input_words.emplace_back(defaults->word(i));
   }
@@ -241,11 +268,7 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
   if (in.size() != static_cast<int64_t>(input_words.size() + new_words.size()) ||
       learned.size() != c.new_words || out.size() != static_cast<int64_t>(outputs.size()))
     throw_input(source, "bad model metadata: repeated words or labels");
-  // A masked-word or language model scores its output words against their embedding rows.
   if (c.task == text_task::masked_word || c.task == text_task::lm) {
-    if (c.hidden != c.embed_dim)
-      throw_input(source, fmt::format("bad model metadata: a {} model's hidden width must be its "
-                                      "embedding width", task_name(c.task)));
     for (const std::string& w : outputs)
       if (in.find(w) < 0)
         throw_input(source, fmt::format("bad model metadata: output word '{}' has no embedding row", w));
@@ -266,6 +289,12 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
                                       shape_to_string(it->second.shape()),
                                       shape_to_string(p->shape)));
     const tensor t = it->second.contiguous();
+    // Weights are finite in any model that trained: a NaN would only predict NaN (as checkpoints
+    // and .attnvec files are checked).
+    const auto bad = std::find_if(t.values().begin(), t.values().end(), [](float x) { return !std::isfinite(x); });
+    if (bad != t.values().end())
+      throw_input(source, fmt::format("tensor '{}' holds a non-finite value ({})", p->name, *bad),
+                  fmt::format("element {}", bad - t.values().begin()));
     std::copy(t.values().begin(), t.values().end(), p->value.begin());
   }
   if (auto it = file.metadata.find("training"); it != file.metadata.end()) m->training = it->second;

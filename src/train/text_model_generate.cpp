@@ -21,8 +21,9 @@ namespace {
 
 void check_options(const generation_options& o) {
   if (o.max_words < 0) throw_usage(fmt::format("--max-words must be ≥ 0, got {}", o.max_words));
-  if (!(o.temperature >= 0) || !std::isfinite(o.temperature))
-    throw_usage(fmt::format("--temperature must be ≥ 0, got {}", o.temperature));
+  // At 100 the draw is already all but uniform; above, a value is a slip (as the CLI's --temperature).
+  if (!(o.temperature >= 0 && o.temperature <= 100))
+    throw_usage(fmt::format("--temperature must be in [0, 100], got {}", o.temperature));
   if (o.top_k < 0) throw_usage(fmt::format("--top-k must be ≥ 0, got {}", o.top_k));
   if (!(o.top_p > 0 && o.top_p <= 1)) throw_usage(fmt::format("--top-p must be in (0, 1], got {}", o.top_p));
 }

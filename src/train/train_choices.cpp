@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstring>
 #include <cmath>
+#include <limits>
 
 #include "attn/error.hpp"
 #include "attn/train.hpp"
@@ -90,7 +91,60 @@ double parse_duration(const std::string& text, const std::string& option) {
   return seconds;
 }
 
+namespace {
+
+// The ranges attn train's flags hold their values to (cli/cmd_train.cpp's validators), for the
+// callers that have no such flags (attn.train): one usage error naming the first option outside.
+void check_ranges(const train_options& o, option_spelling spelling) {
+  const bool cli = spelling == option_spelling::cli;
+  // lo ≤ value ≤ hi (above_lo: lo < value), finite; hi = unbounded: any finite value.
+  constexpr double unbounded = std::numeric_limits<double>::max();
+  const auto check = [&](const char* flag, const char* keyword, double value, double lo, double hi,
+                         bool above_lo = false) {
+    if ((above_lo ? value > lo : value >= lo) && value <= hi) return;  // NaN and ±inf fail
+    const std::string range = hi < unbounded ? fmt::format("must be in [{}, {}]", lo, hi)
+                              : above_lo     ? fmt::format("must be more than {}", lo)
+                                             : fmt::format("must be {} or more", lo);
+    throw_usage(fmt::format("{}: {}", cli ? fmt::format("{} {}", flag, value) : fmt::format("{}={}", keyword, value),
+                            range));
+  };
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  check("--learn-embeddings", "learn_embeddings", d(o.learn_embeddings), 0, unbounded);
+  check("--min-count", "min_count", d(o.min_count), 0, unbounded);
+  check("--heads", "heads", d(o.heads), 1, unbounded);
+  check("--dim", "dim", d(o.dim), 0, unbounded);
+  check("--layers", "layers", d(o.layers), 0, unbounded);
+  check("--feedforward", "feedforward", d(o.feedforward), 0, unbounded);
+  check("--hidden", "hidden", d(o.hidden), 0, unbounded);
+  check("--dropout", "dropout", o.dropout, 0, 0.95);
+  check("--window", "window", d(o.window), -1, 64);  // -1: the task's default
+  check("--shards", "shards", d(o.shards), 1, unbounded);
+  check("--epochs", "epochs", d(o.epochs), 0, unbounded);
+  check("--patience", "patience", d(o.patience), 1, unbounded);
+  check("--lr", "lr", o.lr, 0, unbounded, true);
+  check("--batch", "batch", d(o.batch), 1, unbounded);
+  check("--weight-decay", "weight_decay", o.weight_decay, 0, unbounded);
+  check("--clip", "clip", o.clip, 0, unbounded);
+  check("--warmup", "warmup", o.warmup, 0, 1);
+  check("--mask", "mask_share", o.mask_share, 0.01, 0.9);
+  check("--max-length", "max_length", d(o.max_length), 2, 1 << 16);
+  check("--drop-final-stop", "drop_final_stop", o.drop_final_stop, 0, 1);
+  check("--outputs", "max_outputs", d(o.max_outputs), 1, unbounded);
+  check("--checkpoint-steps", "checkpoint_steps", d(o.checkpoint_steps), 0, unbounded);
+  check("--save-steps", "save_steps", d(o.save_steps), 0, unbounded);
+  check("--vocab", "vocab", d(o.vocab), 1, unbounded);
+  check("--context", "context", d(o.context), 1, unbounded);
+  check("--max-tokens", "max_tokens", d(o.max_tokens), 0, unbounded);
+  check("--time", "time", o.time_limit, 0, unbounded);
+  check("--eval-steps", "eval_steps", d(o.eval_steps), 0, unbounded);
+  check("--threads", "threads", d(o.threads), 0, 4096);
+  for (const int64_t cut : o.adaptive_softmax) check("--adaptive-softmax", "adaptive_softmax", d(cut), 1, unbounded);
+}
+
+}  // namespace
+
 void check_task_options(const train_options& o, option_spelling spelling) {
+  check_ranges(o, spelling);
   const bool cli = spelling == option_spelling::cli;
   const auto named = [&](const char* flag, const char* keyword) { return cli ? flag : keyword; };
   const char* streamed_tasks = named("--task masked-word and lm", "task='masked-word' and 'lm'");

@@ -3,6 +3,7 @@
 // dropout, backward, clipping, AdamW at the scheduled learning rate) → the best epoch's weights
 // → a text_model.
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -418,6 +419,12 @@ train_result train_on_examples(const train_options& o, const train_callbacks& cb
 
 train_result train_text_model(const train_options& o, const train_callbacks& cb) {
   keep_freed_memory_for_reuse();
+  // options.threads for this run only: the caller's own count comes back after, as it was.
+  struct thread_count {
+    int before = omp_get_max_threads();
+    explicit thread_count(int64_t n) { if (n > 0) omp_set_num_threads(static_cast<int>(n)); }
+    ~thread_count() { omp_set_num_threads(before); }
+  } const threads(o.threads);
   train_result r = o.task == text_task::masked_word || o.task == text_task::lm ? train::train_from_corpus(o, cb)
                                                                                 : train_on_examples(o, cb);
   // The model file keeps what the run scored as it went (attn train --plot, the page).

@@ -1,4 +1,5 @@
-#include "output_target.hpp"
+// attn::resolve_output (attn/file_roles.hpp): where an output path leads, before anything is written.
+#include "attn/file_roles.hpp"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -10,7 +11,7 @@
 
 #include "attn/error.hpp"
 
-namespace attn::cli {
+namespace attn {
 
 namespace {
 
@@ -73,4 +74,4 @@ output_target resolve_output(const std::string& path) {
   throw_input(path, "cannot write: too many levels of symbolic links");
 }
 
-}  // namespace attn::cli
+}  // namespace attn
