@@ -157,9 +157,11 @@ struct generation_options {
 struct generation {
   std::vector<std::string> prompt;   // the prompt's tokens as the model read them (<unk> for unknown)
   std::vector<std::string> unknown;  // prompt words outside the vocabulary
-  std::vector<std::string> tokens;   // made (the end token not included)
+  std::vector<std::string> tokens;   // made (the end token not included); empty when streamed
+  int64_t made = 0;                  // tokens made (streamed or kept)
   bool ended = false;                // stopped at the end-of-paragraph token
-  std::string text;                  // the tokens as readable text (attn/detokenize.hpp)
+  std::string text;                  // the tokens as readable text (attn/detokenize.hpp); empty
+                                     // when streamed
 };
 
 struct model_inspection;  // attn/inspection.hpp
@@ -245,8 +247,9 @@ class text_model {
   // A language model continues the prompt (or, empty, starts a paragraph) one token at a time
   // with a key-value cache (nn/causal_decoder.hpp). The unknown token is never chosen. Past the
   // model's context, the cache restarts from the latest half of it (learned positions cannot
-  // slide). on_text, when given, receives each token's text as it is made. Other tasks: a
-  // usage error.
+  // slide). on_text, when given, receives each token's text as it is made, and then tokens
+  // and text are not kept (a stream of any length runs in the memory of its context). The
+  // options are checked before on_text is first called. Other tasks: a usage error.
   generation generate(std::string_view prompt, const generation_options& options,
                       const std::function<void(const std::string&)>& on_text = {}) const;
   // The built-in language model: --task lm trained on English Wikipedia (data/NOTICE.md).
