@@ -107,6 +107,15 @@ struct contextual_embedding {
   tensor embeddings;                 // [L, E], E = config().dim
 };
 
+// How much of a text a model reads (predict, attention, inspect and embed read the same): the
+// tokens it would read (the words it knows; a language model: every token, after the end token
+// that starts a text) and how many of them, the last ones, its context holds (all when it has
+// no learned positions). read < tokens: the text was cut, the first tokens left unread.
+struct text_window {
+  int64_t tokens = 0;
+  int64_t read = 0;
+};
+
 // How embed reads each token of a text.
 enum class token_reading {
   visible,  // with the token itself in place (the default)
@@ -237,6 +246,9 @@ class text_model {
   // for a model over them; learned rows for --learn-embeddings). Words in input order (a
   // default word that a learned row replaces: once, at its learned row); the source is "<values>".
   vectors word_rows() const;
+  // How much of the text the model reads (see text_window). A text with no known word is a
+  // usage error, as for predict.
+  text_window window(std::string_view text) const;
   // Whether the model has an embedding for the token (as attn::tokenize gives it).
   bool knows(std::string_view token) const;
   // Accuracy and mean cross-entropy over a data file in the task's format. A masked-word
