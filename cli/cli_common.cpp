@@ -17,6 +17,7 @@
 
 #include "attn/error.hpp"
 #include "attn/mask.hpp"
+#include "attn/text_model.hpp"
 #include "attn/safetensors.hpp"
 #include "attn/tokenizer.hpp"
 #include "output_target.hpp"
@@ -71,6 +72,14 @@ const std::string& check_picture_length(const std::string& text, const std::stri
                             "{} (use attn embed for long texts)",
                             command, n, max_picture_tokens));
   return text;
+}
+
+void warn_when_cut(const text_model& model, std::string_view text) {
+  const text_window w = model.window(text);
+  if (w.read < w.tokens)
+    warn(fmt::format("the text is longer than the model's context: {} tokens, the model reads the "
+                     "last {} (its context)",
+                     w.tokens, w.read));
 }
 
 void add_threads_option(CLI::App* command) {

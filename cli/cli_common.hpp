@@ -13,6 +13,10 @@
 #include "attn/tensor.hpp"
 #include "attn/vectors.hpp"
 
+namespace attn {
+class text_model;
+}
+
 namespace attn::cli {
 
 // The words of TEXT joined by spaces; standard input when they are absent or "-".
@@ -49,6 +53,10 @@ constexpr size_t max_picture_tokens = 1000;
 bool has_extension(std::string_view path, std::string_view extension);
 
 const std::string& check_picture_length(const std::string& text, const std::string& command);
+
+// A text longer than a trained model's context: one warning on stderr that says how many of
+// its tokens the model reads (the last ones). predict, heatmap, embed and neighbors all call it.
+void warn_when_cut(const text_model& model, std::string_view text);
 
 // --threads N on a heavy command: OpenMP's thread count for the run (default: all cores).
 void add_threads_option(CLI::App* command);

@@ -86,13 +86,17 @@ void run_model(const embed_args& args, const std::string& format, const sentence
                           {reading, layer, sentence}, args.loop);
     return;
   }
-  const contextual_embedding e = model.embed(read_text(args.text), reading, layer);
+  const std::string text = read_text(args.text);
+  const contextual_embedding e = model.embed(text, reading, layer);
+  warn_when_cut(model, text);
   if (!e.unknown.empty()) {
     if (args.strict)
       throw_usage(fmt::format("unknown token '{}' (not known to the model {}); drop --strict to "
                               "leave unknown tokens out",
                               e.unknown.front(), args.model_path));
-    warn(fmt::format("left out of attention, not known to the model: {}", fmt::join(e.unknown, " ")));
+    warn(fmt::format("{}, not known to the model: {}",
+                     model.config().task == text_task::lm ? "read as <unk>" : "left out of attention",
+                     fmt::join(e.unknown, " ")));
   }
   const int64_t dim = model.config().dim;
   if (sentence.pool) {

@@ -15,6 +15,7 @@
 #include "attn/tokenizer.hpp"
 #include "cli_common.hpp"
 #include "file_roles.hpp"
+#include "staged_output.hpp"
 
 namespace attn::cli {
 
@@ -26,6 +27,17 @@ struct generate_args {
   generation_options options;
   bool timings = false;
 };
+
+// --top-p in (0, 1], as the library checks it (a nucleus that reaches probability 0 holds no
+// word); the help shows that range.
+const CLI::Validator top_p_range(
+    [](std::string& text) -> std::string {
+      double value = 0;
+      if (!CLI::detail::lexical_cast(text, value)) return fmt::format("'{}' is not a number", text);
+      if (value > 0 && value <= 1) return "";
+      return fmt::format("must be more than 0 and at most 1, not {}", text);
+    },
+    "FLOAT in (0 - 1]");
 
 void run(const generate_args& args) {
   const text_model model = text_model::load(args.model);
@@ -41,40 +53,58 @@ void run(const generate_args& args) {
   if (!unknown.empty())
     warn(fmt::format("{} prompt word{} outside the model's vocabulary, read as <unk>: {}", unknown.size(),
                      unknown.size() == 1 ? "" : "s", fmt::join(unknown, ", ")));
-  // The prompt as typed, then each word as it comes (flushed, so a pipe sees it at once).
+  // The prompt as typed (a NUL, like any control character, is whitespace to the tokenizer and
+  // shows as a space), then each word as it comes, flushed so a pipe sees it at once. Nothing
+  // is written before generate has checked the options (it does so before the first word), and
+  // a failed write is an error, as for every output (staged_output).
   std::string shown = prompt;
   while (!shown.empty() && (shown.back() == '\n' || shown.back() == '\r')) shown.pop_back();
-  std::fputs(shown.c_str(), stdout);
-  std::fflush(stdout);
+  std::replace(shown.begin(), shown.end(), '\0', ' ');
+  staged_output out("-");
+  bool started = false;
+  const auto start = [&] {
+    if (started) return;
+    started = true;
+    out.write(shown);
+  };
+  // Timings in constant memory: the count, the sum after the first, and the first few
+  // hundred tokens' times (enough for every position the report names).
+  constexpr int64_t last_position = 1000;
+  const auto context_start = static_cast<int64_t>(tokenize(prompt).size()) + 1;  // the <eos> that starts a text
+  const auto kept = static_cast<size_t>(std::max<int64_t>(0, last_position - context_start + 5));
   using clock = std::chrono::steady_clock;
   std::vector<double> seconds;  // each token's, from the previous one (the first: the prompt too)
+  int64_t count = 0;
+  double first = 0, after_first = 0;
   auto last = clock::now();
-  const generation g = model.generate(prompt, args.options, [&](const std::string& piece) {
-    std::fputs(piece.c_str(), stdout);
-    std::fflush(stdout);
+  model.generate(prompt, args.options, [&](const std::string& piece) {
+    start();
+    out.write(piece);
+    out.flush();
     const auto now = clock::now();
-    seconds.push_back(std::chrono::duration<double>(now - last).count());
+    const double s = std::chrono::duration<double>(now - last).count();
     last = now;
+    (count == 0 ? first : after_first) += s;
+    if (seconds.size() < kept) seconds.push_back(s);
+    ++count;
   });
-  std::fputs("\n", stdout);
-  std::fflush(stdout);
-  if (!args.timings || seconds.empty()) return;
+  start();
+  out.write("\n");
+  out.commit();
+  if (!args.timings || count == 0) return;
   // llama.cpp-style figures: tokens per second after the first (which reads the prompt), and the
   // time per token around given positions of the context (the cache should make them close).
-  const auto context_start = static_cast<int64_t>(g.prompt.size()) + 1;  // the <eos> that starts a text
   nlohmann::json at = nlohmann::json::object();
-  for (const int64_t position : {10, 100, 500, 1000}) {
+  for (const int64_t position : {int64_t{10}, int64_t{100}, int64_t{500}, last_position}) {
     const int64_t i = position - context_start;
-    if (i < 1 || i + 5 >= static_cast<int64_t>(seconds.size())) continue;
+    if (i < 1 || i + 5 >= count) continue;
     std::vector<double> near(seconds.begin() + i - std::min<int64_t>(i - 1, 5), seconds.begin() + i + 5);
     std::nth_element(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(near.size() / 2), near.end());
     at[std::to_string(position)] = 1000 * near[near.size() / 2];
   }
-  double after_first = 0;
-  for (size_t i = 1; i < seconds.size(); ++i) after_first += seconds[i];
-  const nlohmann::json j = {{"tokens", seconds.size()}, {"prompt_tokens", context_start},
-                            {"first_token_ms", 1000 * seconds.front()},
-                            {"tokens_per_second", seconds.size() > 1 ? static_cast<double>(seconds.size() - 1) / after_first : 0.0},
+  const nlohmann::json j = {{"tokens", count}, {"prompt_tokens", context_start},
+                            {"first_token_ms", 1000 * first},
+                            {"tokens_per_second", count > 1 ? static_cast<double>(count - 1) / after_first : 0.0},
                             {"ms_per_token_at", at}};
   fmt::print(stderr, "{}\n", j.dump());
 }
@@ -99,7 +129,7 @@ void add_generate_command(CLI::App& app) {
       ->check(non_negative_number);
   sub->add_option("--top-p", args->options.top_p,
                   "Sample among the fewest most likely words whose probabilities reach P (default 1)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(top_p_range);
   sub->add_option_function<std::string>(
          "--seed", [args](const std::string& text) { args->options.seed = parse_seed(text); },
          "Random seed (default 0): the same seed, prompt and options give the same words")

@@ -69,8 +69,12 @@ heatmap_page model_page(const heatmap_args& args, std::optional<int> head, bool 
                             layers, layers == 1 ? "" : "s", layers - 1));
   // The page shows each layer's predictions; an SVG or PNG draws the weights alone.
   model_inspection x = model.inspect(text, for_page ? 5 : 0);
+  warn_when_cut(model, text);
+  // A language model reads a word it does not know as <unk>; the others leave it out.
+  const bool as_unk = model.config().task == text_task::lm;
   if (!x.unknown.empty())
-    warn(fmt::format("left out of attention, not known to the model: {}", fmt::join(x.unknown, " ")));
+    warn(fmt::format("{}, not known to the model: {}", as_unk ? "read as <unk>" : "left out of attention",
+                     fmt::join(x.unknown, " ")));
   const text_model_config& c = model.config();
   heatmap_page page;
   page.map.title = fmt::format("Attention of each head of {}: how much each token (row) attends "
@@ -100,7 +104,8 @@ heatmap_page model_page(const heatmap_args& args, std::optional<int> head, bool 
     page.training_curve = render_training_curve_svg(history, args.model_path);
   page.notes.push_back(fmt::format("Tokens ({}): {}", n, fmt::join(tokens, " ")));
   if (!unknown.empty())
-    page.notes.push_back(fmt::format("Left out, not known to the model: {}", fmt::join(unknown, " ")));
+    page.notes.push_back(fmt::format("{}, not known to the model: {}", as_unk ? "Read as <unk>" : "Left out",
+                                     fmt::join(unknown, " ")));
   page.notes.push_back(fmt::format(
       "Model: {} ({} task, {} head{} of {} dimensions, scale 1/√{}{})", args.model_path,
       task_name(c.task), heads, heads == 1 ? "" : "s", c.dim / heads, c.dim / heads,

@@ -144,6 +144,7 @@ void run_model(const neighbors_args& args) {
   const std::string text = read_text(args.text);
   const std::string word = single_word(args.word);
   const contextual_embedding e = model.embed(text);
+  warn_when_cut(model, text);
   auto position = std::find(e.tokens.begin(), e.tokens.end(), word);
   if (position == e.tokens.end())
     throw_usage(!model.knows(word)
@@ -159,7 +160,8 @@ void run_model(const neighbors_args& args) {
 
   std::string out = fmt::format("\"{}\" in: {}\n", word, fmt::join(e.tokens, " "));
   if (!e.unknown.empty())
-    out += fmt::format("left out (not known to the model): {}\n", fmt::join(e.unknown, " "));
+    out += fmt::format("{} (not known to the model): {}\n", c.task == text_task::lm ? "read as <unk>" : "left out",
+                       fmt::join(e.unknown, " "));
   out += fmt::format(
       "model: {} ({}, {} head{}, {} dims{}); alone: each of its {} words as a one-token text; "
       "cosine similarity\n\n",
@@ -184,6 +186,7 @@ void run_context_model(const neighbors_args& args, const text_model& model) {
   const embedding free = embed(text, vocab, {scale_spec::parse("sqrt"), false});
   const token_reading how = args.hide_token ? token_reading::hidden : token_reading::visible;
   const contextual_embedding e = model.embed(text, how);
+  warn_when_cut(model, text);
   const tensor readings = model.embed_as_words(text, how);
   const auto free_at = std::find(free.tokens.begin(), free.tokens.end(), word);
   const auto model_at = std::find(e.tokens.begin(), e.tokens.end(), word);

@@ -71,6 +71,7 @@ void run(const predict_args& args) {
   }
   const std::string text = read_text(args.text);
   const prediction p = model.predict(text, std::max<int64_t>(args.top, 1));
+  warn_when_cut(model, text);
   if (!p.unknown.empty())
     warn(fmt::format("{} unknown word{} skipped: {}", p.unknown.size(),
                      p.unknown.size() == 1 ? "" : "s", fmt::join(p.unknown, ", ")));

@@ -39,7 +39,10 @@ void run(const tokenize_args& args) {
       if (line.find_first_not_of(" \t\r") != std::string::npos) out.write(line_of_tokens(model, line));
     });
   } else {
-    out.write(line_of_tokens(model, read_text(args.text)));
+    const std::string text = read_text(args.text);
+    // Refused as train and eval refuse it: the text is shown as the model would read it.
+    check_utf8(text, args.text.empty() || args.text == std::vector<std::string>{"-"} ? "<stdin>" : "TEXT", 0);
+    out.write(line_of_tokens(model, text));
   }
   out.commit();
 }

@@ -46,6 +46,10 @@ void staged_output::write(std::string_view bytes) {
     fail(file_ == stdout ? "<stdout>" : path_);
 }
 
+void staged_output::flush() {
+  if (std::fflush(file_) != 0) fail(file_ == stdout ? "<stdout>" : path_);
+}
+
 void staged_output::commit() {
   if (file_ == stdout) {
     if (std::fflush(stdout) != 0) fail("<stdout>");

@@ -22,6 +22,8 @@ class staged_output {
   staged_output& operator=(const staged_output&) = delete;
 
   void write(std::string_view bytes);
+  // What was written so far, on its way now (a stream to a pipe shows each piece at once).
+  void flush();
   void commit();
 
  private:

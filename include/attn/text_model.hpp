@@ -107,6 +107,15 @@ struct contextual_embedding {
   tensor embeddings;                 // [L, E], E = config().dim
 };
 
+// How much of a text a model reads (predict, attention, inspect and embed read the same): the
+// tokens it would read (the words it knows; a language model: every token, after the end token
+// that starts a text) and how many of them, the last ones, its context holds (all when it has
+// no learned positions). read < tokens: the text was cut, the first tokens left unread.
+struct text_window {
+  int64_t tokens = 0;
+  int64_t read = 0;
+};
+
 // How embed reads each token of a text.
 enum class token_reading {
   visible,  // with the token itself in place (the default)
@@ -157,9 +166,11 @@ struct generation_options {
 struct generation {
   std::vector<std::string> prompt;   // the prompt's tokens as the model read them (<unk> for unknown)
   std::vector<std::string> unknown;  // prompt words outside the vocabulary
-  std::vector<std::string> tokens;   // made (the end token not included)
+  std::vector<std::string> tokens;   // made (the end token not included); empty when streamed
+  int64_t made = 0;                  // tokens made (streamed or kept)
   bool ended = false;                // stopped at the end-of-paragraph token
-  std::string text;                  // the tokens as readable text (attn/detokenize.hpp)
+  std::string text;                  // the tokens as readable text (attn/detokenize.hpp); empty
+                                     // when streamed
 };
 
 struct model_inspection;  // attn/inspection.hpp
@@ -235,6 +246,9 @@ class text_model {
   // for a model over them; learned rows for --learn-embeddings). Words in input order (a
   // default word that a learned row replaces: once, at its learned row); the source is "<values>".
   vectors word_rows() const;
+  // How much of the text the model reads (see text_window). A text with no known word is a
+  // usage error, as for predict.
+  text_window window(std::string_view text) const;
   // Whether the model has an embedding for the token (as attn::tokenize gives it).
   bool knows(std::string_view token) const;
   // Accuracy and mean cross-entropy over a data file in the task's format. A masked-word
@@ -245,8 +259,9 @@ class text_model {
   // A language model continues the prompt (or, empty, starts a paragraph) one token at a time
   // with a key-value cache (nn/causal_decoder.hpp). The unknown token is never chosen. Past the
   // model's context, the cache restarts from the latest half of it (learned positions cannot
-  // slide). on_text, when given, receives each token's text as it is made. Other tasks: a
-  // usage error.
+  // slide). on_text, when given, receives each token's text as it is made, and then tokens
+  // and text are not kept (a stream of any length runs in the memory of its context). The
+  // options are checked before on_text is first called. Other tasks: a usage error.
   generation generate(std::string_view prompt, const generation_options& options,
                       const std::function<void(const std::string&)>& on_text = {}) const;
   // The built-in language model: --task lm trained on English Wikipedia (data/NOTICE.md).

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "attn/error.hpp"
-#include "core/utf8.hpp"
+#include "attn/text_file.hpp"
 #include "io/read_file.hpp"
 #include "attn/tokenizer.hpp"
 
@@ -48,12 +48,7 @@ bool corpus_reader::read_line() {
     ++line_;
     // Found while reading (the survey reads the whole file before training starts), so a run
     // never trains for an hour and then fails to save words that are not UTF-8.
-    if (const size_t bad = first_invalid_utf8(line); bad != std::string::npos)
-      throw_input(path_, fmt::format("not UTF-8 text (byte 0x{:02X}); convert it first, e.g. "
-                                     "iconv -f latin1 -t utf-8",
-                                     static_cast<unsigned char>(line[bad])),
-                  line_known_ ? fmt::format("line {}", line_)
-                              : fmt::format("byte {}", line_offset_ + static_cast<int64_t>(bad)));
+    check_utf8(line, path_, line_known_ ? line_ : 0, line_offset_);
     pending_ = split_sequences(line, max_length_);
     taken_ = 0;
     if (!pending_.empty()) return true;

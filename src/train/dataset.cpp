@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "attn/error.hpp"
+#include "attn/text_file.hpp"
 #include "attn/tokenizer.hpp"
-#include "core/utf8.hpp"
 #include "io/text_lines.hpp"
 
 namespace attn::train {
@@ -17,12 +17,7 @@ std::vector<text_example> read_examples(const std::string& path, text_task task)
   std::string line;
   for (int64_t number = 1; in.next(line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    // Refused while reading, before any training: words that are not UTF-8 could not be saved.
-    if (const size_t bad = first_invalid_utf8(line); bad != std::string::npos)
-      throw_input(path, fmt::format("not UTF-8 text (byte 0x{:02X}); convert it first, e.g. "
-                                    "iconv -f latin1 -t utf-8",
-                                    static_cast<unsigned char>(line[bad])),
-                  fmt::format("line {}", number));
+    check_utf8(line, path, number);  // refused while reading, before any training
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     text_example ex;
     ex.line = number;

@@ -44,6 +44,7 @@ model_input read_lm_input(const text_model::impl& m, std::string_view text) {
     ids.push_back(id < 0 ? m.inputs.find(unknown_token) : id);
     in.tokens.push_back(id < 0 ? unknown_token : t);
   }
+  in.text_tokens = static_cast<int64_t>(ids.size());
   const auto keep = static_cast<size_t>(std::min<int64_t>(m.config.max_positions, static_cast<int64_t>(ids.size())));
   ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(keep));
   in.tokens.erase(in.tokens.begin(), in.tokens.end() - static_cast<std::ptrdiff_t>(keep));
@@ -69,6 +70,7 @@ model_input read_input(const text_model::impl& m, std::string_view text) {
   for (const std::string& t : example.tokens)
     (m.inputs.find(t) < 0 ? in.unknown : in.tokens).push_back(t);
   // encode_example keeps the last max_positions known tokens; so do the labels.
+  in.text_tokens = static_cast<int64_t>(in.tokens.size());
   in.tokens.erase(in.tokens.begin(),
                   in.tokens.end() - static_cast<std::ptrdiff_t>(in.encoded.inputs.size()));
   if (in.encoded.inputs.empty()) throw_usage("no word of the text is known to the model");

@@ -17,6 +17,7 @@ namespace attn::train {
 struct model_input {
   std::vector<std::string> tokens, unknown;
   int64_t mask_position = -1;  // masked-word: the first [MASK]'s token index (-1: none)
+  int64_t text_tokens = 0;     // the tokens the model would read before its context cut them
   encoded_example encoded;
   nn::batch batch;
 };

@@ -165,6 +165,11 @@ vectors text_model::word_rows() const {
   return vectors::from_values(std::move(names), e, std::move(values));
 }
 
+text_window text_model::window(std::string_view text) const {
+  const train::model_input in = train::read_input(*impl_, text);
+  return {in.text_tokens, in.batch.length};
+}
+
 bool text_model::knows(std::string_view token) const {
   return impl_->inputs.find(std::string(token)) >= 0;
 }

@@ -122,6 +122,15 @@ generation text_model::generate(std::string_view prompt, const generation_option
   // A prompt longer than the context: only its last `capacity` tokens are read.
   if (static_cast<int64_t>(history.size()) > capacity) fed = history.size() - static_cast<size_t>(capacity);
   feed_history();
+  // Only the last `capacity` tokens are ever read again (a restart keeps half of them), so the
+  // history is trimmed once it holds twice that: memory stays flat however long the stream.
+  const auto trim_history = [&] {
+    const auto window = static_cast<size_t>(capacity);
+    if (window == 0 || history.size() < 2 * window || fed < window) return;
+    const size_t drop = fed - window;
+    history.erase(history.begin(), history.begin() + static_cast<std::ptrdiff_t>(drop));
+    fed -= drop;
+  };
   train::rng r(o.seed);
   detokenizer text;
   for (const std::string& t : g.prompt) text.next(t);  // the continuation carries on the prompt's sentence
@@ -132,11 +141,16 @@ generation text_model::generate(std::string_view prompt, const generation_option
       break;
     }
     const std::string& token = words.words()[static_cast<size_t>(next)];
-    g.tokens.push_back(token);
+    ++g.made;
     const std::string piece = text.next(token);
-    g.text += piece;
-    if (on_text) on_text(piece);
+    if (on_text) {
+      on_text(piece);
+    } else {
+      g.tokens.push_back(token);
+      g.text += piece;
+    }
     history.push_back(next);
+    trim_history();
     if (n + 1 < o.max_words) feed_history();
   }
   return g;
