@@ -31,8 +31,8 @@ del _name, _value
 
 # pybind11's functions carry their signature only as a docstring's first line, which
 # inspect.signature cannot read. Each public function and method is wrapped in a plain function
-# whose __signature__ is read from that line (an overloaded one's first form; the docstring lists
-# every form), so help(), IDEs and inspect.signature see the real parameters.
+# whose __signature__ is read from that line (an overloaded one is left as it is: the docstring
+# lists every form), so help(), IDEs and inspect.signature see the real parameters.
 import ast as _ast
 import functools as _functools
 import inspect as _inspect
@@ -40,8 +40,8 @@ import inspect as _inspect
 
 def _signature(fn, method):
     doc = (getattr(fn, "__doc__", None) or "").lstrip()
-    if doc.split("\n", 1)[0].endswith("(*args, **kwargs)") and "\n1. " in doc:
-        doc = doc.split("\n1. ", 1)[1]  # overloaded: the first form
+    if doc.split("\n", 1)[0].endswith("(*args, **kwargs)"):
+        return None  # overloaded (TextModel.embed): no one signature is true; the docstring lists each form
     line = doc.split("\n", 1)[0]
     head, _, returns = line.partition(") -> ")
     try:

@@ -42,7 +42,8 @@ class MultiheadAttention:
     def __call__(self, query: npt.ArrayLike, key: Optional[npt.ArrayLike] = None,
                  value: Optional[npt.ArrayLike] = None, *, causal: bool = False,
                  key_padding_mask: Optional[npt.ArrayLike] = None, attn_mask: Optional[npt.ArrayLike] = None,
-                 need_weights: bool = False, average_attn_weights: bool = True) -> Any:
+                 need_weights: bool = False, average_attn_weights: bool = True, dtype: str = "float32",
+                 device: str = "cpu") -> Any:
         """query [B,L,E] (or [L,E]) → output [B,L,E]; (output, weights) with need_weights."""
     @property
     def embed_dim(self) -> int: ...

@@ -102,7 +102,7 @@ void check_ranges(const train_options& o, option_spelling spelling) {
   const auto check = [&](const char* flag, const char* keyword, double value, double lo, double hi,
                          bool above_lo = false) {
     if ((above_lo ? value > lo : value >= lo) && value <= hi) return;  // NaN and ±inf fail
-    const std::string range = hi < unbounded ? fmt::format("must be in [{}, {}]", lo, hi)
+    const std::string range = hi < unbounded ? fmt::format("must be in {}{}, {}]", above_lo ? "(" : "[", lo, hi)
                               : above_lo     ? fmt::format("must be more than {}", lo)
                                              : fmt::format("must be {} or more", lo);
     throw_usage(fmt::format("{}: {}", cli ? fmt::format("{} {}", flag, value) : fmt::format("{}={}", keyword, value),
@@ -121,7 +121,7 @@ void check_ranges(const train_options& o, option_spelling spelling) {
   check("--shards", "shards", d(o.shards), 1, unbounded);
   check("--epochs", "epochs", d(o.epochs), 0, unbounded);
   check("--patience", "patience", d(o.patience), 1, unbounded);
-  check("--lr", "lr", o.lr, 0, unbounded, true);
+  check("--lr", "lr", o.lr, 0, 1, true);  // past 1 AdamW only diverges (check_options says so too)
   check("--batch", "batch", d(o.batch), 1, unbounded);
   check("--weight-decay", "weight_decay", o.weight_decay, 0, unbounded);
   check("--clip", "clip", o.clip, 0, unbounded);

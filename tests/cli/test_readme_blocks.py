@@ -76,9 +76,9 @@ NOT_RUN = {
     "build/bin/attn train --task classify --data $TMP/train.tsv": "the SST-2 benchmark's commands, as "
                                                                   "bench/text_classify ran them on the shared "
                                                                   "corpus (not in the repo)",
-    "python3 -m venv --system-site-packages env": "a full build of the package (minutes); "
-                                                  "tests/package/test_wheel.sh builds the wheel over "
-                                                  "make's tree, installs it in a fresh venv and uses it",
+    "/usr/bin/python3 -m venv --system-site-packages env": "a full build of the package (minutes); "
+                                                           "tests/package/test_wheel.sh builds the wheel over "
+                                                           "make's tree, installs it in a fresh venv and uses it",
 }
 
 
