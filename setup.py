@@ -23,23 +23,23 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 
 def check_interpreter():
     """Says up front what this Python lacks, in one line, instead of setuptools' "invalid command
-    'bdist_wheel'" after the build (a pyenv or a bare venv without wheel or NumPy)."""
-    missing = []
+    'bdist_wheel'" (a pyenv or a bare venv without the wheel package). NumPy is needed only to
+    run attn, so its absence is a warning here."""
     try:
         from setuptools.command import bdist_wheel  # noqa: F401 (setuptools >= 70.1 has its own)
     except ImportError:
         try:
             import wheel  # noqa: F401
         except ImportError:
-            missing.append("wheel")
+            sys.exit(f"error: {sys.executable}: this Python has no 'wheel' package, which building attn's "
+                     "wheel needs; make the environment from Debian's /usr/bin/python3 "
+                     "(`/usr/bin/python3 -m venv --system-site-packages env`, with python3-wheel and "
+                     "python3-numpy installed), or install wheel into it")
     try:
         import numpy  # noqa: F401
     except ImportError:
-        missing.append("numpy")
-    if missing:
-        sys.exit(f"error: {sys.executable}: this Python lacks {', '.join(missing)}; make the environment "
-                 "from Debian's /usr/bin/python3 (`/usr/bin/python3 -m venv --system-site-packages env`, "
-                 "with python3-wheel and python3-numpy installed), or install them into it")
+        print(f"warning: {sys.executable}: this Python has no NumPy, which `import attn` needs",
+              file=sys.stderr)
 
 
 def reusable_build_dir():
@@ -123,7 +123,7 @@ class CMakeBuild(build_ext):
 
 # Before setup(): without the wheel package, setuptools stops at "invalid command 'bdist_wheel'"
 # while reading the command line, before any build step could say why.
-if any(a in sys.argv for a in ("bdist_wheel", "build_ext", "install", "editable_wheel", "develop")):
+if any(a in sys.argv for a in ("dist_info", "bdist_wheel", "build_ext", "install", "editable_wheel", "develop")):
     check_interpreter()
 
 setup(ext_modules=[Extension("attn._attn", sources=[])], cmdclass={"build_ext": CMakeBuild})
