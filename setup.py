@@ -55,6 +55,10 @@ def reusable_build_dir():
         return None
     if value("ATTN_BUILD_PYTHON").upper() not in ("ON", "AUTO", "1", "TRUE"):
         return None
+    # AUTO configured before pybind11 was there (`make demo` on a fresh machine) has no module target;
+    # its configure writes the package's Python files into build/python/attn/ only when it has one.
+    if not os.path.exists(os.path.join(ROOT, "build", "python", "attn", "__init__.py")):
+        return None
     python = value("ATTN_PYTHON_EXECUTABLE") or value("ATTN_PYTHON")
     if not python or not os.path.exists(python):
         return None

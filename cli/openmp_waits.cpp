@@ -11,8 +11,11 @@
 // process id, arguments and descriptors); where that fails, attn runs on with libgomp's default.
 #include "openmp_waits.hpp"
 
-#include <cstdlib>
+#include <sys/auxv.h>
 #include <unistd.h>
+
+#include <cstdlib>
+#include <string>
 
 namespace attn::cli {
 
@@ -23,9 +26,17 @@ constexpr const char* short_spin = "1000";
 
 void use_short_openmp_spins(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  // Started as `ld.so ./attn …`, the program image is the loader's (no interpreter of its own):
+  // running "itself" again would run the loader without the program.
+  if (getauxval(AT_BASE) == 0) return;
+  // The real path, not /proc/self/exe: the process keeps its name (ps, pgrep, top show "attn").
+  std::string self(4096, '\0');
+  const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
+  if (n <= 0 || static_cast<size_t>(n) >= self.size() - 1) return;
+  self.resize(static_cast<size_t>(n));
   if (setenv("GOMP_SPINCOUNT", short_spin, 1) != 0) return;
-  execv("/proc/self/exe", argv);
-  unsetenv("GOMP_SPINCOUNT");  // exec failed (no /proc): libgomp's default, as before
+  execv(self.c_str(), argv);
+  unsetenv("GOMP_SPINCOUNT");  // exec failed: libgomp's default, as before
 }
 
 }  // namespace attn::cli

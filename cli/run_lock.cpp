@@ -30,8 +30,15 @@ void run_lock::acquire(const std::string& checkpoint) {
       throw_input(path, fmt::format("cannot lock: {}", std::strerror(e)));
     }
     struct stat held {}, now {};
-    if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &now) == 0 && held.st_dev == now.st_dev &&
-        held.st_ino == now.st_ino) {
+    if (::fstat(fd, &held) == 0 && held.st_size > 0) {
+      // attn's lock files stay empty: this is somebody's file, which release() would remove.
+      ::close(fd);
+      throw error(error_kind::usage, checkpoint,
+                  fmt::format("{} exists and is not a lock file attn made (it is not empty); move it, "
+                              "or give this run another -o or --checkpoint",
+                              path));
+    }
+    if (::stat(path.c_str(), &now) == 0 && held.st_dev == now.st_dev && held.st_ino == now.st_ino) {
       fd_ = fd;
       path_ = path;
       on_signal_ = std::make_unique<temporary_file>(path);

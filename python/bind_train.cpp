@@ -164,9 +164,14 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
   if (!streamed) o.checkpoint.clear();
   // The CLI's file-roles check: no output may be an input or another output, by any path.
   const bool vectors_path = !vectors_arg.is_none() && !py::isinstance<vectors>(vectors_arg);
-  check_file_roles({{"data", o.data}, {"valid", o.valid},
-                    {"vectors", vectors_path ? as<std::filesystem::path>("vectors", vectors_arg).string() : ""}},
-                   {{"output", output ? output->string() : ""}, {"checkpoint", o.checkpoint}});
+  const std::vector<named_path> inputs{
+      {"data", o.data}, {"valid", o.valid},
+      {"vectors", vectors_path ? as<std::filesystem::path>("vectors", vectors_arg).string() : ""}};
+  std::vector<named_path> outputs{{"output", output ? output->string() : ""}, {"checkpoint", o.checkpoint}};
+  // Files already named like a snapshot are outputs too, as the CLI's --save-steps declares them.
+  if (o.save_steps > 0 && output)
+    for (const std::string& path : existing_snapshots(output->string())) outputs.push_back({"save_steps", path});
+  check_file_roles(inputs, outputs);
   // Snapshots go beside the output, as the CLI's --save-steps files do.
   if (o.save_steps > 0 && !output) throw_usage("save_steps writes the model beside output: give output too");
   if (o.resume && (o.checkpoint.empty() || !std::filesystem::exists(o.checkpoint)))
@@ -218,6 +223,8 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
                        r.accuracy));
   };
   cb.on_snapshot = [&](int64_t step, const std::string& model_file) {
+    // Checked again as it is written: a file that became an input's name meanwhile is refused.
+    check_file_roles(inputs, {{"save_steps", snapshot_path(output->string(), step)}});
     const std::string path = save_snapshot(output->string(), step, model_file);
     report([&] { return snapshot_event(step, path); }, fmt::format("saved {}: the model at step {}", path, step));
   };

@@ -850,13 +850,16 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
           p.window_rows = 0;
           if (cb.on_eval) cb.on_eval(result.evaluations.back());
         }
-        if (o.save_steps > 0 && p.done % o.save_steps == 0 && writes && cb.on_snapshot) {
+        const bool snapshot_now = o.save_steps > 0 && p.done % o.save_steps == 0;
+        const bool checkpoint_now = o.checkpoint_steps > 0 && p.done % o.checkpoint_steps == 0;
+        if (snapshot_now && writes && cb.on_snapshot)
           optimiser.flush();  // done by the held-out score above (when the run holds text out)
-          check_finite_weights(o, params, p.done);
-          cb.on_snapshot(p.done, model->encode());
-        }
-        if (o.checkpoint_steps > 0 && p.done % o.checkpoint_steps == 0 && !o.checkpoint.empty() && writes) {
-          check_finite_weights(o, params, p.done);  // never a diverged state over a sound one
+        // Never a diverged state over a sound one. Every rank checks (their weights are the
+        // same), not only the one that writes: a rank that stopped alone would leave the others
+        // waiting in the next step's exchange.
+        if (snapshot_now || checkpoint_now) check_finite_weights(o, params, p.done);
+        if (snapshot_now && writes && cb.on_snapshot) cb.on_snapshot(p.done, model->encode());
+        if (checkpoint_now && !o.checkpoint.empty() && writes) {
           progress at = p;
           ++at.batch;  // this batch is done
           at.seconds = run_seconds();

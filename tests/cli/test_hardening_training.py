@@ -210,6 +210,17 @@ def test_a_lock_file_left_by_a_killed_run_does_not_block(tmp_path, attn, corpus)
     assert out.exists() and not (tmp_path / "m.safetensors.checkpoint.lock").exists()
 
 
+def test_a_file_of_the_lock_files_name_that_attn_did_not_make_is_kept(tmp_path, attn, corpus):
+    # The run removes its lock file at its end: never somebody's file of that name.
+    out = tmp_path / "m.safetensors"
+    notes = tmp_path / "m.safetensors.checkpoint.lock"
+    notes.write_text("my notes\n")
+    r = attn(*masked_args(corpus, out, "--epochs", "1"))
+    assert r.code == 1, r.err
+    assert "is not a lock file attn made" in one_error_line(r)
+    assert notes.read_text() == "my notes\n" and not out.exists()
+
+
 # ---- 14. budgets and values that parsed silently; SIGTERM says what it did ----
 
 def test_a_token_budget_near_2_to_the_63_trains_the_epochs_asked(tmp_path, attn, corpus):

@@ -6,7 +6,7 @@ libgomp ends up with, as its own OMP_DISPLAY_ENV report shows it."""
 import os
 import re
 
-from conftest import run_attn
+from conftest import ATTN, run_attn
 
 
 def spin_counts(r):
@@ -43,3 +43,29 @@ def test_arguments_and_standard_input_reach_the_program_run_again():
     r = run_attn("tokenize", stdin="The river flows .\n")
     assert r.code == 0, r.err
     assert "river" in r.out
+
+
+def test_the_process_keeps_its_name_and_runs_through_the_loader(tmp_path):
+    # Run again by its real path, not /proc/self/exe (which would name the process "exe" in ps,
+    # top and pgrep); and started through the dynamic loader, attn runs once, as it was.
+    import subprocess
+    import time
+    p = subprocess.Popen([ATTN, "generate", "--ignore-eos", "--max-words", "100000", "--threads", "1", "The"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        name = ""
+        for _ in range(200):
+            with open(f"/proc/{p.pid}/comm") as f:
+                name = f.read().strip()
+            if name == os.path.basename(ATTN)[:15]:
+                break
+            time.sleep(0.01)
+        assert name == os.path.basename(ATTN)[:15], name
+    finally:
+        p.kill()
+        p.wait()
+    loader = "/lib64/ld-linux-x86-64.so.2"
+    if os.path.exists(loader):
+        r = subprocess.run([loader, ATTN, "explain", "money bank"], capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr.decode()
+        assert b"money" in r.stdout

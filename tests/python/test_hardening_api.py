@@ -138,6 +138,19 @@ def test_train_refuses_an_output_that_is_its_training_file(tmp_path):
     assert data.read_bytes() == before
 
 
+def test_train_refuses_a_training_file_named_like_a_snapshot(tmp_path):
+    # save_steps writes OUTPUT.stepN.safetensors: a training file of that name is an input.
+    data = tmp_path / "m.step2.safetensors"
+    data.write_text("the cat sat on the mat .\n" * 200)
+    before = data.read_bytes()
+    with pytest.raises(attn.UsageError) as caught:
+        attn.train(str(data), task="lm", output=str(tmp_path / "m.safetensors"), save_steps=2, layers=1,
+                   epochs=1, progress=False)
+    assert "would overwrite data, an input" in str(caught.value), caught.value
+    assert data.read_bytes() == before
+    assert not (tmp_path / "m.safetensors").exists()
+
+
 @pytest.mark.parametrize("options", [{"time": 0}, {"time": -5}, {"time": float("nan")}, {"vocab": True},
                                      {"vocab": 0}, {"heads": 0}, {"dropout": 0.99}, {"lr": 0},
                                      {"batch": -1}, {"warmup": 2.0}, {"threads": -1}, {"threads": 5000},
