@@ -8,6 +8,7 @@ src=$1
 work=$2
 rm -rf "$work"
 mkdir -p "$work"
+cd "$work"   # not ctest's folder, whose wheel/ (python_wheel's) would import as a package
 /usr/bin/python3 -m venv "$work/bare"   # no --system-site-packages: no wheel, no NumPy
 if "$work/bare/bin/python" -c "import wheel" 2>/dev/null; then
   echo "the bare venv has wheel; nothing to test here"; exit 1
