@@ -1,8 +1,4 @@
-import os
-REPO = os.environ.get("REPO", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-WORK = os.environ.get("WORK", "/tmp/wicx")
-WIC = os.environ.get("WIC", os.path.join(REPO, "..", "shared", "data", "wic"))
-CORPUS = os.environ.get("CORPUS", os.path.join(REPO, "..", "shared", "data", "wikipedia", "enwiki.txt.xz"))
+from paths import REPO, WORK, WIC, CORPUS  # noqa: F401
 import sys, torch
 sys.path.insert(0, REPO + "/bench/peers")
 import torch_context_model as tcm

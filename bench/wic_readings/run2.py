@@ -1,9 +1,5 @@
-import os
-REPO = os.environ.get("REPO", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-WORK = os.environ.get("WORK", "/tmp/wicx")
-WIC = os.environ.get("WIC", os.path.join(REPO, "..", "shared", "data", "wic"))
-CORPUS = os.environ.get("CORPUS", os.path.join(REPO, "..", "shared", "data", "wikipedia", "enwiki.txt.xz"))
-exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "score.py")).read())
+from paths import REPO, WORK, WIC, CORPUS  # noqa: F401
+from score import *  # noqa: F401,F403 (F, cos_rows, report, results, torch, …)
 C = len(F["outputs"]); out_id = {w: i for i, w in enumerate(F["outputs"])}
 own = torch.tensor([out_id.get(w, -1) if w is not None else -1 for w in F["slot_word"]])
 def dense(ti, tp, k, drop_own=False, renorm=True):

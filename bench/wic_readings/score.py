@@ -1,10 +1,6 @@
-import os
-REPO = os.environ.get("REPO", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-WORK = os.environ.get("WORK", "/tmp/wicx")
-WIC = os.environ.get("WIC", os.path.join(REPO, "..", "shared", "data", "wic"))
-CORPUS = os.environ.get("CORPUS", os.path.join(REPO, "..", "shared", "data", "wikipedia", "enwiki.txt.xz"))
 #!/usr/bin/env python3
 """Scores readings from $WORK/feat.pt on WiC: threshold tuned on train, dev reported."""
+from paths import REPO, WORK, WIC, CORPUS  # noqa: F401
 import sys, math, importlib.machinery, importlib.util
 import torch
 torch.set_num_threads(1)

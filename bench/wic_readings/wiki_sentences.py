@@ -1,10 +1,8 @@
-import os
+"""2,000 sentences of the corpus's training part (every 50th of its first lines) for the
+whitening statistics: $WORK/work/wiki_sentences.txt."""
+from paths import WORK, CORPUS
+import lzma, os, re
 os.makedirs(WORK + "/work", exist_ok=True)
-REPO = os.environ.get("REPO", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-WORK = os.environ.get("WORK", "/tmp/wicx")
-WIC = os.environ.get("WIC", os.path.join(REPO, "..", "shared", "data", "wic"))
-CORPUS = os.environ.get("CORPUS", os.path.join(REPO, "..", "shared", "data", "wikipedia", "enwiki.txt.xz"))
-import lzma, re
 out = []
 with lzma.open(CORPUS, "rt", encoding="utf-8") as f:
     for n, line in enumerate(f):
