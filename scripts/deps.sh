@@ -25,6 +25,7 @@ packages=(
   pybind11-dev python3-dev           # the Python module
   python3-pip python3-setuptools python3-wheel python3-venv mypy   # pip install ., its test, the stubs' check
   libopenmpi-dev openmpi-bin         # attn-mpi (ring attention across ranks) and its tests
+  eslint                             # lints the page's JavaScript, which node (its dependency) tests
 )
 # Wanted, not needed: the HTML heatmap tests render pages in headless Chromium and are skipped
 # without it, so a machine where it cannot be installed still builds and tests.

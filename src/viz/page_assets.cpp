@@ -1,5 +1,5 @@
 // Written for attn; kept in C++ string literals so the library carries them (no asset files to
-// install or find at run time). The script is in page_script.cpp.
+// install or find at run time). The script is page_script.js, embedded by page_script.S.
 #include "viz/page_assets.hpp"
 
 namespace attn::viz {

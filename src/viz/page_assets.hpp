@@ -5,7 +5,7 @@ namespace attn::viz {
 
 extern const char* const page_css;
 // Reads the JSON in <script id="attn-data"> and draws every view into <div id="app">
-// (page_script.cpp).
+// (page_script.js, embedded at build time: page_script.S, page_script.cpp).
 extern const char* const page_js;
 
 }  // namespace attn::viz
