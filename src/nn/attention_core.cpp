@@ -37,9 +37,8 @@ void fill_key_bias(const attention_mask_spec& mask, const attention_core_shape& 
   bias.resize(static_cast<size_t>(s.batch * s.keys));
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t j = 0; j < s.keys; ++j)
-      bias[static_cast<size_t>(b * s.keys + j)] = j < mask.lengths[static_cast<size_t>(b)]
-                                                     ? 0.0f
-                                                     : -std::numeric_limits<float>::infinity();
+      bias[static_cast<size_t>(b * s.keys + j)] =
+          j < mask.lengths[static_cast<size_t>(b)] ? 0.0f : -std::numeric_limits<float>::infinity();
 }
 
 // One call as the fused kernels see it: q [B,H,L,D], k, v [B,H,S,D] contiguous; the key bias
@@ -51,7 +50,8 @@ kernels::flash_problem describe(const float* q, const float* k, const float* v,
   kernels::flash_problem p;
   p.B = s.batch, p.H = p.Hkv = s.heads, p.L = s.queries, p.S = s.keys, p.D = p.Dv = s.head_dim;
   p.q = q, p.k = k, p.v = v;
-  const int64_t qstrides[3] = {s.heads * s.queries * s.head_dim, s.queries * s.head_dim, s.head_dim};
+  const int64_t qstrides[3] = {s.heads * s.queries * s.head_dim, s.queries * s.head_dim,
+                               s.head_dim};
   const int64_t kstrides[3] = {s.heads * s.keys * s.head_dim, s.keys * s.head_dim, s.head_dim};
   std::copy_n(qstrides, 3, p.qs);
   std::copy_n(kstrides, 3, p.ks);
@@ -128,24 +128,25 @@ void attention_core_forward<float>(const float* q, const float* k, const float* 
   p.out = o;  // the kernel writes every element of out and lse
   p.lse = cache.lse.data();
 #if defined(__x86_64__) || defined(__i386__)
-  if (kernels::selected_isa() == isa::avx512) kernels::flash_forward_avx512(p);
-  else kernels::flash_forward_avx2(p);
+  if (kernels::selected_isa() == isa::avx512)
+    kernels::flash_forward_avx512(p);
+  else
+    kernels::flash_forward_avx2(p);
 #endif
 }
 
 template <>
-void attention_core_backward<float>(const float* q, const float* k, const float* v,
-                                    const float* o, const attention_core_cache<float>& cache,
-                                    const float* d_o, float* dq, float* dk, float* dv,
-                                    const attention_core_shape& s,
+void attention_core_backward<float>(const float* q, const float* k, const float* v, const float* o,
+                                    const attention_core_cache<float>& cache, const float* d_o,
+                                    float* dq, float* dk, float* dv, const attention_core_shape& s,
                                     const attention_mask_spec& mask) {
   const serial_when_small serial(work(s));
   if (reference_kernel()) {
     tensor bias_view;
-    const sdpa_gradients g = ref::sdpa_backward(
-        tensor::view(q, query_shape(s)), tensor::view(k, key_shape(s)),
-        tensor::view(v, key_shape(s)), tensor::view(d_o, query_shape(s)),
-        reference_options(s, mask, cache.key_bias, bias_view));
+    const sdpa_gradients g =
+        ref::sdpa_backward(tensor::view(q, query_shape(s)), tensor::view(k, key_shape(s)),
+                           tensor::view(v, key_shape(s)), tensor::view(d_o, query_shape(s)),
+                           reference_options(s, mask, cache.key_bias, bias_view));
     for (auto [from, to] : {std::pair{&g.dq, dq}, std::pair{&g.dk, dk}, std::pair{&g.dv, dv}}) {
       const tensor c = from->contiguous();
       std::copy(c.values().begin(), c.values().end(), to);
@@ -159,8 +160,10 @@ void attention_core_backward<float>(const float* q, const float* k, const float*
   std::copy_n(p.f.qs, 3, p.gs);
   p.dq = dq, p.dk = dk, p.dv = dv;  // each element written once by the kernel
 #if defined(__x86_64__) || defined(__i386__)
-  if (kernels::selected_isa() == isa::avx512) kernels::flash_backward_avx512(p);
-  else kernels::flash_backward_avx2(p);
+  if (kernels::selected_isa() == isa::avx512)
+    kernels::flash_backward_avx512(p);
+  else
+    kernels::flash_backward_avx2(p);
 #endif
 }
 
@@ -179,8 +182,8 @@ void attention_core_forward<double>(const double* q, const double* k, const doub
       double_scores(q + qbase + i * D, k + kbase, p, s, scale, mask, batch, i);
       double* oi = o + qbase + i * D;
       std::fill(oi, oi + D, 0.0);
-      const double top = S == 0 ? -std::numeric_limits<double>::infinity()
-                                : *std::max_element(p.begin(), p.end());
+      const double top =
+          S == 0 ? -std::numeric_limits<double>::infinity() : *std::max_element(p.begin(), p.end());
       double& lse = cache.lse[static_cast<size_t>(bh * L + i)];
       if (std::isinf(top)) {  // every key hidden: output 0, as attn::sdpa gives
         lse = top;

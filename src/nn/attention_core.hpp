@@ -19,16 +19,16 @@ struct attention_mask_spec {
 };
 
 struct attention_core_shape {
-  int64_t batch = 0, heads = 1;     // B, H
-  int64_t queries = 0, keys = 0;    // L, S
-  int64_t head_dim = 0;             // D
+  int64_t batch = 0, heads = 1;   // B, H
+  int64_t queries = 0, keys = 0;  // L, S
+  int64_t head_dim = 0;           // D
 };
 
 // What the backward needs from the forward besides q, k, v and o.
 template <class T>
 struct attention_core_cache {
-  std::vector<T> lse;            // [B, H, L] row log-sum-exp (−inf: the row saw no key)
-  std::vector<float> key_bias;   // [B, S] 0 for a real key, −inf for padding (float path only)
+  std::vector<T> lse;           // [B, H, L] row log-sum-exp (−inf: the row saw no key)
+  std::vector<float> key_bias;  // [B, S] 0 for a real key, −inf for padding (float path only)
 };
 
 // q [B, H, L, D], k, v [B, H, S, D] → o [B, H, L, D]
@@ -41,7 +41,6 @@ void attention_core_forward(const T* q, const T* k, const T* v, T* o,
 template <class T>
 void attention_core_backward(const T* q, const T* k, const T* v, const T* o,
                              const attention_core_cache<T>& cache, const T* d_o, T* dq, T* dk,
-                             T* dv, const attention_core_shape& s,
-                             const attention_mask_spec& mask);
+                             T* dv, const attention_core_shape& s, const attention_mask_spec& mask);
 
 }  // namespace attn::nn

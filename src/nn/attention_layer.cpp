@@ -22,7 +22,8 @@ void split_heads(const T* in, T* out, int64_t batch, int64_t rows, int64_t width
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t t = 0; t < rows; ++t)
       for (int64_t h = 0; h < heads; ++h)
-        std::copy_n(in + ((b * rows + t) * heads + h) * d, d, out + ((b * heads + h) * rows + t) * d);
+        std::copy_n(in + ((b * rows + t) * heads + h) * d, d,
+                    out + ((b * heads + h) * rows + t) * d);
 }
 
 template <class T>
@@ -32,11 +33,15 @@ void merge_heads(const T* in, T* out, int64_t batch, int64_t rows, int64_t width
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t t = 0; t < rows; ++t)
-        std::copy_n(in + ((b * heads + h) * rows + t) * d, d, out + ((b * rows + t) * heads + h) * d);
+        std::copy_n(in + ((b * heads + h) * rows + t) * d, d,
+                    out + ((b * rows + t) * heads + h) * d);
 }
 
 attention_core_shape core_shape(const attention_shape& s) {
-  return {.batch = s.batch, .heads = s.heads, .queries = s.queries, .keys = s.keys,
+  return {.batch = s.batch,
+          .heads = s.heads,
+          .queries = s.queries,
+          .keys = s.keys,
           .head_dim = s.width / s.heads};
 }
 
@@ -69,8 +74,8 @@ void attention_queries_forward(const T* x_q, const attention_weights<T>& w, T* y
   std::vector<T> projected;
   project_heads(x_q, w.wq, w.bq, cache.q, projected, s.queries, s.query_input, s);
   cache.o.resize(static_cast<size_t>(n));
-  attention_core_forward(cache.q.data(), cache.k.data(), cache.v.data(), cache.o.data(),
-                         cache.core, core_shape(s), mask);
+  attention_core_forward(cache.q.data(), cache.k.data(), cache.v.data(), cache.o.data(), cache.core,
+                         core_shape(s), mask);
   cache.merged.resize(static_cast<size_t>(n));
   merge_heads(cache.o.data(), cache.merged.data(), s.batch, s.queries, s.width, s.heads);
   linear_forward(cache.merged.data(), w.wo, w.bo, y, rows, s.width, s.width);
@@ -118,18 +123,17 @@ void attention_backward(const T* dy, const T* x_q, const T* x_kv, const attentio
 }
 
 #define ATTN_INSTANTIATE(T)                                                                     \
-  template void attention_keys_values_forward<T>(const T*, const attention_weights<T>&,        \
-                                                 attention_cache<T>&, const attention_shape&); \
-  template void attention_queries_forward<T>(const T*, const attention_weights<T>&, T*,        \
-                                             attention_cache<T>&, const attention_shape&,      \
-                                             const attention_mask_spec&);                      \
-  template void attention_forward<T>(const T*, const T*, const attention_weights<T>&, T*,      \
-                                     attention_cache<T>&, const attention_shape&,              \
-                                     const attention_mask_spec&);                              \
-  template void attention_backward<T>(const T*, const T*, const T*, const attention_weights<T>&, \
-                                      const attention_cache<T>&, T*, T*,                       \
-                                      const attention_grads<T>&, const attention_shape&,       \
-                                      const attention_mask_spec&);
+  template void attention_keys_values_forward<T>(const T*, const attention_weights<T>&,         \
+                                                 attention_cache<T>&, const attention_shape&);  \
+  template void attention_queries_forward<T>(const T*, const attention_weights<T>&, T*,         \
+                                             attention_cache<T>&, const attention_shape&,       \
+                                             const attention_mask_spec&);                       \
+  template void attention_forward<T>(const T*, const T*, const attention_weights<T>&, T*,       \
+                                     attention_cache<T>&, const attention_shape&,               \
+                                     const attention_mask_spec&);                               \
+  template void attention_backward<T>(                                                          \
+      const T*, const T*, const T*, const attention_weights<T>&, const attention_cache<T>&, T*, \
+      T*, const attention_grads<T>&, const attention_shape&, const attention_mask_spec&);
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)
 #undef ATTN_INSTANTIATE

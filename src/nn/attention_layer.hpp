@@ -39,11 +39,11 @@ struct attention_grads {
 // What the backward needs from the forward.
 template <class T>
 struct attention_cache {
-  std::vector<T> q;             // per head [B, H, L, D]
-  std::vector<T> k, v;          // per head [B, H, S, D]
-  std::vector<T> o;             // per head [B, H, L, D]
+  std::vector<T> q;              // per head [B, H, L, D]
+  std::vector<T> k, v;           // per head [B, H, S, D]
+  std::vector<T> o;              // per head [B, H, L, D]
   attention_core_cache<T> core;  // the rows' log-sum-exp and the key padding
-  std::vector<T> merged;        // heads concatenated [B, L, E]
+  std::vector<T> merged;         // heads concatenated [B, L, E]
 };
 
 // x_kv [B, S, key_input] → cache.k, cache.v. A decoder running one query row at a time over a

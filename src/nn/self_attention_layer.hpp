@@ -15,8 +15,13 @@ struct self_attention_shape {
   int64_t heads = 1;              // H (divides E)
 
   attention_shape as_attention() const {
-    return {.batch = batch, .queries = length, .keys = length, .query_input = input,
-            .key_input = input, .width = width, .heads = heads};
+    return {.batch = batch,
+            .queries = length,
+            .keys = length,
+            .query_input = input,
+            .key_input = input,
+            .width = width,
+            .heads = heads};
   }
 };
 
