@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "attn/scale.hpp"
 #include "attn/sdpa_backward.hpp"
+#include "attn/tensor.hpp"
 #include "kernels/flash_backward_problem.hpp"
 #include "kernels/flash_problem.hpp"
 #include "kernels/isa.hpp"
