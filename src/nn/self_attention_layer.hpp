@@ -1,52 +1,52 @@
-// Trainable multi-head self-attention (nn.MultiheadAttention's computation with query = key =
-// value = x): Q = x·W_qᵀ + b_q, K = x·W_kᵀ + b_k, V = x·W_vᵀ + b_v, split into H heads of
-// D = E / H, attention per head, heads concatenated, then y = concat·W_oᵀ + b_o.
-// The input width may differ from E (the projections take it to E).
+// Trainable multi-head self-attention: the attention layer (attention_layer.hpp) with queries,
+// keys and values all from one sequence x (nn.MultiheadAttention with query = key = value = x).
+// The weights, their layout and their names in the model file are the attention layer's.
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
-#include "nn/attention_core.hpp"
+#include "nn/attention_layer.hpp"
 
 namespace attn::nn {
 
 struct self_attention_shape {
-  int64_t batch = 0, length = 0;  // B, L
+  int64_t batch = 0, length = 0;  // B, L (= S)
   int64_t input = 0, width = 0;   // Ein, E
   int64_t heads = 1;              // H (divides E)
+
+  attention_shape as_attention() const {
+    return {.batch = batch,
+            .queries = length,
+            .keys = length,
+            .query_input = input,
+            .key_input = input,
+            .width = width,
+            .heads = heads};
+  }
 };
 
 template <class T>
-struct self_attention_weights {
-  const T *wq, *bq, *wk, *bk, *wv, *bv;  // [E, Ein], [E]
-  const T *wo, *bo;                      // [E, E], [E]
-};
-
+using self_attention_weights = attention_weights<T>;
 template <class T>
-struct self_attention_grads {
-  T *dwq, *dbq, *dwk, *dbk, *dwv, *dbv, *dwo, *dbo;
-};
-
-// What the backward needs from the forward.
+using self_attention_grads = attention_grads<T>;
 template <class T>
-struct self_attention_cache {
-  std::vector<T> q, k, v, o;  // per head [B, H, L, D]
-  std::vector<T> lse;         // [B, H, L]
-  std::vector<T> merged;      // heads concatenated [B, L, E]
-};
+using self_attention_cache = attention_cache<T>;
 
 // x [B, L, Ein] → y [B, L, E]
 template <class T>
 void self_attention_forward(const T* x, const self_attention_weights<T>& w, T* y,
                             self_attention_cache<T>& cache, const self_attention_shape& s,
-                            const attention_mask_spec& mask);
+                            const attention_mask_spec& mask) {
+  attention_forward(x, x, w, y, cache, s.as_attention(), mask);
+}
 
 // dy [B, L, E] → dx [B, L, Ein] += (skipped when null), weight gradients +=
 template <class T>
 void self_attention_backward(const T* dy, const T* x, const self_attention_weights<T>& w,
                              const self_attention_cache<T>& cache, T* dx,
                              const self_attention_grads<T>& g, const self_attention_shape& s,
-                             const attention_mask_spec& mask);
+                             const attention_mask_spec& mask) {
+  attention_backward(dy, x, x, w, cache, dx, dx, g, s.as_attention(), mask);
+}
 
 }  // namespace attn::nn

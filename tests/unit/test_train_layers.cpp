@@ -229,45 +229,56 @@ TEST(train_layers, cross_entropy_backward_column_sums) {
     }
 }
 
-// The double attention core, the specification the model's gradient checks rest on.
+// The double attention core, the specification the model's gradient checks rest on; l queries
+// and s keys.
 void check_attention_core(const attn::nn::attention_mask_spec& mask, int64_t b, int64_t h,
-                          int64_t l, int64_t d, unsigned seed) {
+                          int64_t l, int64_t s, int64_t d, unsigned seed) {
   std::mt19937 rng(seed);
-  const int64_t n = b * h * l * d;
-  vec q = random_values(n, rng), k = random_values(n, rng), v = random_values(n, rng);
-  const vec r = random_values(n, rng);
+  const attn::nn::attention_core_shape shape{.batch = b, .heads = h, .queries = l, .keys = s,
+                                             .head_dim = d};
+  const int64_t nq = b * h * l * d, nk = b * h * s * d;
+  vec q = random_values(nq, rng), k = random_values(nk, rng), v = random_values(nk, rng);
+  const vec r = random_values(nq, rng);
   const auto loss = [&] {
-    vec o(n), lse;
-    attn::nn::attention_core_forward(q.data(), k.data(), v.data(), o.data(), lse, b, h, l, d, mask);
+    vec o(nq);
+    attn::nn::attention_core_cache<double> cache;
+    attn::nn::attention_core_forward(q.data(), k.data(), v.data(), o.data(), cache, shape, mask);
     return weighted_sum(o, r);
   };
-  vec o(n), lse, dq(n), dk(n), dv(n);
-  attn::nn::attention_core_forward(q.data(), k.data(), v.data(), o.data(), lse, b, h, l, d, mask);
-  attn::nn::attention_core_backward(q.data(), k.data(), v.data(), o.data(), lse, r.data(),
-                                    dq.data(), dk.data(), dv.data(), b, h, l, d, mask);
+  vec o(nq), dq(nq), dk(nk), dv(nk);
+  attn::nn::attention_core_cache<double> cache;
+  attn::nn::attention_core_forward(q.data(), k.data(), v.data(), o.data(), cache, shape, mask);
+  attn::nn::attention_core_backward(q.data(), k.data(), v.data(), o.data(), cache, r.data(),
+                                    dq.data(), dk.data(), dv.data(), shape, mask);
   expect_gradient(q, dq, loss, "dq");
   expect_gradient(k, dk, loss, "dk");
   expect_gradient(v, dv, loss, "dv");
 }
 
 TEST(train_layers, attention_core_gradients_match_finite_differences) {
-  check_attention_core({}, 2, 2, 5, 3, 6);
-  check_attention_core({.causal = true, .lengths = {}}, 2, 3, 6, 4, 7);
+  check_attention_core({}, 2, 2, 5, 5, 3, 6);
+  check_attention_core({.causal = true, .lengths = {}}, 2, 3, 6, 6, 4, 7);
   // Padding: sequence 1 has 2 real keys; sequence 2 none at all (its rows are fully masked:
   // output 0 and zero gradients).
-  check_attention_core({.causal = false, .lengths = {5, 2, 0}}, 3, 2, 5, 3, 8);
+  check_attention_core({.causal = false, .lengths = {5, 2, 0}}, 3, 2, 5, 5, 3, 8);
+  // Queries and keys from sequences of different lengths, both ways, with both masks.
+  check_attention_core({.causal = true, .lengths = {3, 7}}, 2, 2, 4, 7, 3, 11);
+  check_attention_core({.causal = true, .lengths = {2, 3}}, 2, 3, 6, 3, 2, 12);
 }
 
 TEST(train_layers, fully_masked_rows_give_zero_gradients) {
   std::mt19937 rng(9);
   const int64_t b = 1, h = 2, l = 4, d = 3, n = b * h * l * d;
+  const attn::nn::attention_core_shape shape{.batch = b, .heads = h, .queries = l, .keys = l,
+                                             .head_dim = d};
   const attn::nn::attention_mask_spec mask{.causal = false, .lengths = {0}};
   const vec q = random_values(n, rng), k = random_values(n, rng), v = random_values(n, rng);
   const vec r = random_values(n, rng);
-  vec o(n), lse, dq(n), dk(n), dv(n);
-  attn::nn::attention_core_forward(q.data(), k.data(), v.data(), o.data(), lse, b, h, l, d, mask);
-  attn::nn::attention_core_backward(q.data(), k.data(), v.data(), o.data(), lse, r.data(),
-                                    dq.data(), dk.data(), dv.data(), b, h, l, d, mask);
+  vec o(n), dq(n), dk(n), dv(n);
+  attn::nn::attention_core_cache<double> cache;
+  attn::nn::attention_core_forward(q.data(), k.data(), v.data(), o.data(), cache, shape, mask);
+  attn::nn::attention_core_backward(q.data(), k.data(), v.data(), o.data(), cache, r.data(),
+                                    dq.data(), dk.data(), dv.data(), shape, mask);
   for (const vec* t : {&o, &dq, &dk, &dv})
     for (double x : *t) EXPECT_EQ(x, 0.0);
 }
