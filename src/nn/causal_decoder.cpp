@@ -66,7 +66,7 @@ causal_decoder::causal_decoder(const network<float>& net) : net_(net) {
     throw_usage("generation needs a language model (train one with --task lm)");
   const std::vector<int64_t>& rows = net.output_rows();
   output_table_.resize(static_cast<size_t>(s.classes * s.embed));
-  embedding_forward(rows.data(), net.embedding.value.data(), s.vocabulary, net.new_words.value.data(),
+  embedding_forward(rows.data(), net.trunk.embedding.value.data(), s.vocabulary, net.trunk.new_words.value.data(),
                     output_table_.data(), s.classes, s.embed);
   keys_.assign(static_cast<size_t>(s.layers), std::vector<float>(static_cast<size_t>(s.positions * s.width)));
   values_ = keys_;
@@ -86,12 +86,12 @@ const std::vector<float>& causal_decoder::step(int64_t id) {
     throw_usage("the decoder's cache is full: the model has no position past its context");
   const int64_t t = length_, e = s.width, d = s.width / s.heads;
   // x = embedding[id] + position[t]
-  embedding_forward(&id, net_.embedding.value.data(), s.vocabulary, net_.new_words.value.data(),
+  embedding_forward(&id, net_.trunk.embedding.value.data(), s.vocabulary, net_.trunk.new_words.value.data(),
                     x_.data(), 1, s.embed);
-  for (int64_t j = 0; j < e; ++j) x_[static_cast<size_t>(j)] += net_.position.value[static_cast<size_t>(t * e + j)];
+  for (int64_t j = 0; j < e; ++j) x_[static_cast<size_t>(j)] += net_.trunk.position.value[static_cast<size_t>(t * e + j)];
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-  for (size_t layer = 0; layer < net_.layers.size(); ++layer) {
-    const encoder_parameters<float>& p = net_.layers[layer];
+  for (size_t layer = 0; layer < net_.trunk.layers.size(); ++layer) {
+    const encoder_parameters<float>& p = net_.trunk.layers[layer];
     const attention_parameters<float>& a = p.attention;
     // x += attention(LayerNorm₁(x)), the query at t against the keys of 0 … t
     layer_norm_forward(x_.data(), p.norm1_weight.value.data(), p.norm1_bias.value.data(), normed_.data(),
@@ -121,15 +121,15 @@ const std::vector<float>& causal_decoder::step(int64_t id) {
     for (int64_t j = 0; j < e; ++j) x_[static_cast<size_t>(j)] += attended_[static_cast<size_t>(j)];
   }
   // logits = (LayerNorm_f(x)·W₁ᵀ + b₁)·tableᵀ + b₂
-  layer_norm_forward(x_.data(), net_.final_norm_weight.value.data(), net_.final_norm_bias.value.data(),
+  layer_norm_forward(x_.data(), net_.trunk.final_norm_weight.value.data(), net_.trunk.final_norm_bias.value.data(),
                      normed_.data(), mean_.data(), rstd_.data(), int64_t{1}, e);
-  matvec(normed_.data(), net_.w1.value.data(), net_.b1.value.data(), hidden_.data(), e,
+  matvec(normed_.data(), net_.output.transform_weight.value.data(), net_.output.transform_bias.value.data(), hidden_.data(), e,
                  s.hidden);
-  matvec(hidden_.data(), output_table_.data(), net_.b2.value.data(), logits_.data(), s.hidden, s.classes);
+  matvec(hidden_.data(), output_table_.data(), net_.output.bias.value.data(), logits_.data(), s.hidden, s.classes);
   if (net_.adaptive()) {  // scores → each class's log-probability, a softmax of the same distribution
     const adaptive_cuts cuts = net_.cuts();
     token_scores_.resize(static_cast<size_t>(cuts.clusters()));
-    matvec(hidden_.data(), net_.token_weight.value.data(), net_.token_bias.value.data(),
+    matvec(hidden_.data(), net_.output.cluster_weight.value.data(), net_.output.cluster_bias.value.data(),
            token_scores_.data(), s.hidden, cuts.clusters());
     adaptive_log_probabilities(logits_.data(), token_scores_.data(), int64_t{1}, cuts);
   }

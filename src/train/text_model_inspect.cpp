@@ -53,8 +53,8 @@ std::vector<std::vector<scored_label>> top_words(const std::vector<float>& logit
 std::vector<float> output_table(const text_model::impl& m) {
   const nn::network_shape& s = m.net.shape();
   std::vector<float> table(static_cast<size_t>(s.classes * s.embed));
-  nn::embedding_forward(m.net.output_rows().data(), m.net.embedding.value.data(), s.vocabulary,
-                        m.net.new_words.value.data(), table.data(), s.classes, s.embed);
+  nn::embedding_forward(m.net.output_rows().data(), m.net.trunk.embedding.value.data(), s.vocabulary,
+                        m.net.trunk.new_words.value.data(), table.data(), s.classes, s.embed);
   return table;
 }
 
@@ -65,12 +65,12 @@ std::vector<float> output_logits(const text_model::impl& m, const std::vector<fl
                                  int64_t l) {
   const nn::network_shape& s = m.net.shape();
   std::vector<float> pre(static_cast<size_t>(l * s.hidden)), logits(static_cast<size_t>(l * s.classes));
-  nn::linear_forward(y, m.net.w1.value.data(), m.net.b1.value.data(), pre.data(), l, m.config.dim, s.hidden);
-  nn::linear_forward(pre.data(), table.data(), m.net.b2.value.data(), logits.data(), l, s.hidden, s.classes);
+  nn::linear_forward(y, m.net.output.transform_weight.value.data(), m.net.output.transform_bias.value.data(), pre.data(), l, m.config.dim, s.hidden);
+  nn::linear_forward(pre.data(), table.data(), m.net.output.bias.value.data(), logits.data(), l, s.hidden, s.classes);
   if (m.net.adaptive()) {
     const nn::adaptive_cuts cuts = m.net.cuts();
     std::vector<float> tokens(static_cast<size_t>(l * cuts.clusters()));
-    nn::linear_forward(pre.data(), m.net.token_weight.value.data(), m.net.token_bias.value.data(), tokens.data(), l,
+    nn::linear_forward(pre.data(), m.net.output.cluster_weight.value.data(), m.net.output.cluster_bias.value.data(), tokens.data(), l,
                        s.hidden, cuts.clusters());
     nn::adaptive_log_probabilities(logits.data(), tokens.data(), l, cuts);
   }
@@ -133,7 +133,7 @@ model_inspection text_model::inspect(std::string_view text, int64_t top) const {
       if (!last && s.norm_first) {
         normed.resize(static_cast<size_t>(l * e));
         std::vector<float> mean(static_cast<size_t>(l)), rstd(static_cast<size_t>(l));
-        nn::layer_norm_forward(y, m.net.final_norm_weight.value.data(), m.net.final_norm_bias.value.data(),
+        nn::layer_norm_forward(y, m.net.trunk.final_norm_weight.value.data(), m.net.trunk.final_norm_bias.value.data(),
                                normed.data(), mean.data(), rstd.data(), l, e);
         y = normed.data();
       }
