@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "attn/error.hpp"
 #include "nn/cross_entropy.hpp"
 #include "nn/embedding.hpp"
 #include "nn/fused_output.hpp"
@@ -239,6 +240,65 @@ void tied_output<T>::rows_backward(trunk<T>& table, const std::vector<T>& dtable
   for (int64_t id : output_rows_) {
     if (id >= s.vocabulary) new_rows.push_back(id - s.vocabulary);
     else if (table.embedding.trainable) table_rows.push_back(id);
+  }
+}
+
+template <class T>
+std::vector<T> tied_output<T>::table(const trunk<T>& t) const {
+  const nn::network_shape& s = shape_;
+  std::vector<T> rows(static_cast<size_t>(s.classes * s.embed));
+  nn::embedding_forward(output_rows_.data(), t.embedding.value.data(), s.vocabulary,
+                        t.new_words.value.data(), rows.data(), s.classes, s.embed);
+  return rows;
+}
+
+template <class T>
+std::vector<T> tied_output<T>::transform(const T* y, int64_t rows) const {
+  std::vector<T> pre(static_cast<size_t>(rows * shape_.hidden));
+  nn::linear_forward(y, transform_weight.value.data(), transform_bias.value.data(), pre.data(), rows,
+                     shape_.pooled(), shape_.hidden);
+  return pre;
+}
+
+template <class T>
+std::vector<T> tied_output<T>::scores(const T* y, int64_t rows, const std::vector<T>& table) const {
+  const nn::network_shape& s = shape_;
+  const std::vector<T> pre = transform(y, rows);
+  std::vector<T> logits(static_cast<size_t>(rows * s.classes));
+  nn::linear_forward(pre.data(), table.data(), bias.value.data(), logits.data(), rows, s.hidden,
+                     s.classes);
+  if (adaptive()) {
+    const nn::adaptive_cuts cuts = this->cuts();
+    std::vector<T> tokens(static_cast<size_t>(rows * cuts.clusters()));
+    nn::linear_forward(pre.data(), cluster_weight.value.data(), cluster_bias.value.data(),
+                       tokens.data(), rows, s.hidden, cuts.clusters());
+    nn::adaptive_log_probabilities(logits.data(), tokens.data(), rows, cuts);
+  }
+  return logits;
+}
+
+template <class T>
+void tied_output<T>::row_scores(const float* y, const std::vector<float>& table,
+                                std::vector<float>& hidden, std::vector<float>& scores,
+                                std::vector<float>& clusters) const {
+  if constexpr (std::is_same_v<T, float>) {
+    const nn::network_shape& s = shape_;
+    hidden.resize(static_cast<size_t>(s.hidden));
+    scores.resize(static_cast<size_t>(s.classes));
+    nn::linear_row_forward(y, transform_weight.value.data(), transform_bias.value.data(),
+                           hidden.data(), s.pooled(), s.hidden);
+    nn::linear_row_forward(hidden.data(), table.data(), bias.value.data(), scores.data(), s.hidden,
+                           s.classes);
+    if (!adaptive()) return;
+    // scores → each class's log-probability, a softmax of the same distribution
+    const nn::adaptive_cuts cuts = this->cuts();
+    clusters.resize(static_cast<size_t>(cuts.clusters()));
+    nn::linear_row_forward(hidden.data(), cluster_weight.value.data(), cluster_bias.value.data(),
+                           clusters.data(), s.hidden, cuts.clusters());
+    nn::adaptive_log_probabilities(scores.data(), clusters.data(), int64_t{1}, cuts);
+  } else {
+    (void)y, (void)table, (void)hidden, (void)scores, (void)clusters;
+    throw_usage("the one-row path runs in float");
   }
 }
 

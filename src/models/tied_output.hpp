@@ -45,6 +45,19 @@ class tied_output {
                           const tied_output_cache<T>& cache, std::vector<int64_t>& table_rows,
                           std::vector<int64_t>& new_rows);
 
+  // Inference queries (neighbors, the page, predict, generation): forward's products while
+  // evaluating, without its cache.
+  // The output words' rows as the model reads them [C, Ein].
+  std::vector<T> table(const trunk<T>& trunk) const;
+  // y [R, P] → y·Wᵀ + b [R, Ein]: each row read in the word vectors' space.
+  std::vector<T> transform(const T* y, int64_t rows) const;
+  // y [R, P] → every class's score [R, C] (the adaptive softmax: its log-probability).
+  std::vector<T> scores(const T* y, int64_t rows, const std::vector<T>& table) const;
+  // The one-row path (generation, float): y [P] → hidden [Ein] → scores [C], with one-row
+  // products; clusters holds the adaptive softmax's cluster tokens [K].
+  void row_scores(const float* y, const std::vector<float>& table, std::vector<float>& hidden,
+                  std::vector<float>& scores, std::vector<float>& clusters) const;
+
   nn::parameter<T> transform_weight, transform_bias;  // [Ein, P], [Ein]
   nn::parameter<T> bias;                              // each word's [C]
   nn::parameter<T> cluster_weight, cluster_bias;      // the adaptive softmax's cluster tokens [K, Ein], [K]

@@ -3,7 +3,6 @@
 #include "attn/error.hpp"
 #include "nn/embedding.hpp"
 #include "nn/layer_norm.hpp"
-#include "nn/linear_layer.hpp"
 
 namespace attn::nn {
 
@@ -11,18 +10,13 @@ causal_decoder::causal_decoder(const network<float>& net) : net_(net) {
   const network_shape& s = net.shape();
   if (!s.causal || !s.tied_output || !s.norm_first || s.layers < 1 || s.window > 0 || s.positions < 1)
     throw_usage("generation needs a language model (train one with --task lm)");
-  const std::vector<int64_t>& rows = net.output_rows();
-  output_table_.resize(static_cast<size_t>(s.classes * s.embed));
-  embedding_forward(rows.data(), net.trunk.embedding.value.data(), s.vocabulary,
-                    net.trunk.new_words.value.data(), output_table_.data(), s.classes, s.embed);
+  output_table_ = net.output.table(net.trunk);
   kv_.resize(static_cast<size_t>(s.layers));
   for (self_attention_kv& kv : kv_) kv.reset(s.width, s.positions);
   const auto e = static_cast<size_t>(s.width);
   for (auto* v : {&x_, &normed_}) v->resize(e);
-  hidden_.resize(static_cast<size_t>(s.hidden));
   mean_.resize(1);
   rstd_.resize(1);
-  logits_.resize(static_cast<size_t>(s.classes));
 }
 
 const std::vector<float>& causal_decoder::step(int64_t id) {
@@ -39,23 +33,11 @@ const std::vector<float>& causal_decoder::step(int64_t id) {
   for (size_t layer = 0; layer < net_.trunk.layers.size(); ++layer)
     encoder_block_row_forward(x_.data(), net_.trunk.layers[layer].weights(), kv_[layer], t, block,
                               block_);
-  // logits = (LayerNorm_f(x)·W₁ᵀ + b₁)·tableᵀ + b₂
+  // logits = the tied output of LayerNorm_f(x), one row
   layer_norm_forward(x_.data(), net_.trunk.final_norm_weight.value.data(),
                      net_.trunk.final_norm_bias.value.data(), normed_.data(), mean_.data(),
                      rstd_.data(), int64_t{1}, e);
-  const models::tied_output<float>& out = net_.output;
-  linear_row_forward(normed_.data(), out.transform_weight.value.data(),
-                     out.transform_bias.value.data(), hidden_.data(), e, s.hidden);
-  linear_row_forward(hidden_.data(), output_table_.data(), out.bias.value.data(), logits_.data(),
-                     s.hidden, s.classes);
-  if (net_.adaptive()) {  // scores → each class's log-probability, a softmax of the same distribution
-    const adaptive_cuts cuts = net_.cuts();
-    token_scores_.resize(static_cast<size_t>(cuts.clusters()));
-    linear_row_forward(hidden_.data(), out.cluster_weight.value.data(),
-                       out.cluster_bias.value.data(), token_scores_.data(), s.hidden,
-                       cuts.clusters());
-    adaptive_log_probabilities(logits_.data(), token_scores_.data(), int64_t{1}, cuts);
-  }
+  net_.output.row_scores(normed_.data(), output_table_, hidden_, logits_, token_scores_);
   ++length_;
   return logits_;
 }

@@ -93,11 +93,8 @@ tensor text_model::embed_as_words(std::string_view text, token_reading reading) 
     throw_usage("only a masked-word model maps its readings to the word vectors' space");
   const contextual_embedding e = embed(text, reading);
   const int64_t l = e.embeddings.shape()[0], in = m.config.embed_dim;
-  std::vector<float> words(static_cast<size_t>(l * in));
   const std::vector<float> y(e.embeddings.values().begin(), e.embeddings.values().end());
-  nn::linear_forward(y.data(), m.net.output.transform_weight.value.data(), m.net.output.transform_bias.value.data(), words.data(), l,
-                     m.config.dim, in);
-  return tensor({l, in}, std::move(words));
+  return tensor({l, in}, m.net.output.transform(y.data(), l));
 }
 
 namespace {
