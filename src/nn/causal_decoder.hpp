@@ -2,13 +2,15 @@
 // the keys and values of every position so far, so a new token costs one query row of
 // attention per layer and one pass of the rest, never the whole prefix again. The network is
 // the language model's (nn::network with pre-norm encoder layers, causal attention, learned
-// positions and a tied output); step() gives the logits the network's forward gives at the last
-// position of the same tokens (tests hold the two together).
+// positions and a tied output); each layer runs the encoder block's own one-row path
+// (encoder_block_row_forward), and step() gives the logits the network's forward gives at the
+// last position of the same tokens (tests hold the two together).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "nn/encoder_block.hpp"
 #include "nn/network.hpp"
 
 namespace attn::nn {
@@ -27,12 +29,11 @@ class causal_decoder {
  private:
   const network<float>& net_;
   std::vector<float> output_table_;             // the output words' rows [C, Ein]
-  // Each layer's keys and values, dimension-major [E, positions] (head h's rows h·D … h·D + D − 1),
-  // so that one query's scores and weighted sum run along the positions.
-  std::vector<std::vector<float>> keys_, values_;
+  std::vector<self_attention_kv> kv_;           // each layer's keys and values
   int64_t length_ = 0;
   // One token's working rows.
-  std::vector<float> x_, normed_, q_, k_, v_, merged_, attended_, hidden_, pre_, scores_, mean_, rstd_;
+  std::vector<float> x_, normed_, hidden_, mean_, rstd_;
+  encoder_block_row_scratch block_;
   std::vector<float> logits_;                   // (the adaptive softmax: log-probabilities)
   std::vector<float> token_scores_;             // the adaptive softmax's cluster tokens [K]
 };

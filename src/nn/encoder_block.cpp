@@ -3,6 +3,7 @@
 
 #include <cstddef>
 
+#include "attn/error.hpp"
 #include "nn/layer_norm.hpp"
 #include "nn/linear_layer.hpp"
 #include "nn/scratch.hpp"
@@ -153,5 +154,29 @@ void encoder_block_backward(const T* dy, const T* x, const encoder_block_weights
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)
 #undef ATTN_INSTANTIATE
+
+void encoder_block_row_forward(float* x, const encoder_block_weights<float>& w,
+                               self_attention_kv& kv, int64_t t, const encoder_block_shape& s,
+                               encoder_block_row_scratch& r) {
+  if (!s.norm_first) throw_usage("the one-row path is the pre-norm block's (a language model's)");
+  const int64_t e = s.attention.width, f = s.feedforward;
+  for (auto* v : {&r.normed, &r.attended}) v->resize(static_cast<std::size_t>(e));
+  r.pre.resize(static_cast<std::size_t>(f));
+  r.mean.resize(1);
+  r.rstd.resize(1);
+  // x += attention(LN₁(x)), the query at t against the keys of 0 … t
+  layer_norm_forward(x, w.norm1_weight, w.norm1_bias, r.normed.data(), r.mean.data(), r.rstd.data(),
+                     int64_t{1}, e);
+  self_attention_row_forward(r.normed.data(), w.attention, r.attended.data(), kv, t, s.attention,
+                             r.attention);
+  for (int64_t j = 0; j < e; ++j) x[j] += r.attended[static_cast<std::size_t>(j)];
+  // x += W₂·relu(W₁·LN₂(x) + b₁) + b₂
+  layer_norm_forward(x, w.norm2_weight, w.norm2_bias, r.normed.data(), r.mean.data(), r.rstd.data(),
+                     int64_t{1}, e);
+  linear_row_forward(r.normed.data(), w.linear1_weight, w.linear1_bias, r.pre.data(), e, f);
+  relu_forward(r.pre.data(), r.pre.data(), f);
+  linear_row_forward(r.pre.data(), w.linear2_weight, w.linear2_bias, r.attended.data(), f, e);
+  for (int64_t j = 0; j < e; ++j) x[j] += r.attended[static_cast<std::size_t>(j)];
+}
 
 }  // namespace attn::nn

@@ -58,4 +58,16 @@ void encoder_block_backward(const T* dy, const T* x, const encoder_block_weights
                             const encoder_block_grads<T>& g, const encoder_block_shape& s,
                             const attention_mask_spec& mask);
 
+// The pre-norm block's one-row path (generation, causal attention): x [E], the residual stream
+// of the token at position t, passes the block in place, as encoder_block_forward's pre-norm
+// path takes that row (the same steps in the same order, with one-row products); the
+// attention's kv gains position t's key and value. s.attention's batch and length are unused.
+struct encoder_block_row_scratch {
+  self_attention_row_scratch attention;
+  std::vector<float> normed, attended, pre, mean, rstd;
+};
+void encoder_block_row_forward(float* x, const encoder_block_weights<float>& w,
+                               self_attention_kv& kv, int64_t t, const encoder_block_shape& s,
+                               encoder_block_row_scratch& scratch);
+
 }  // namespace attn::nn

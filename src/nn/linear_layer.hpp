@@ -28,3 +28,13 @@ template <class T>
 void relu_backward(const T* dy, const T* x, T* dx, int64_t n);
 
 }  // namespace attn::nn
+
+namespace attn::nn {
+
+// One row: x [in], w [out, in], b [out] (null: none) → y [out], a dot product per output, with
+// no packing of w as the batched GEMM does (for one row that copy would cost as much as the
+// product). Generation's one-row paths; a wide w's rows are shared among the threads.
+void linear_row_forward(const float* x, const float* w, const float* b, float* y, int64_t in,
+                        int64_t out);
+
+}  // namespace attn::nn

@@ -3,6 +3,7 @@
 // The weights, their layout and their names in the model file are the attention layer's.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "nn/attention_layer.hpp"
@@ -48,5 +49,30 @@ void self_attention_backward(const T* dy, const T* x, const self_attention_weigh
                              const attention_mask_spec& mask) {
   attention_backward(dy, x, x, w, cache, dx, dx, g, s.as_attention(), mask);
 }
+
+// The one-row path (generation): a causal layer reads one token at a time and keeps every
+// position's key and value, so a new token costs one query row, never the whole prefix again.
+// keys, values: dimension-major [E, capacity] (head h's rows h·D … h·D + D − 1), so that one
+// query's scores and weighted sum run along the positions.
+struct self_attention_kv {
+  std::vector<float> keys, values;
+  int64_t capacity = 0;
+  void reset(int64_t width, int64_t positions) {
+    capacity = positions;
+    keys.assign(static_cast<std::size_t>(width * positions), 0.0f);
+    values = keys;
+  }
+};
+
+struct self_attention_row_scratch {
+  std::vector<float> q, k, v, merged, scores;
+};
+
+// x [E] at position t (< kv.capacity) → y [E]: the query of t against the keys and values of
+// 0 … t, position t's own joining kv first. The same projections and heads as the forward
+// above with a causal mask, one row at a time (tests hold the two together).
+void self_attention_row_forward(const float* x, const self_attention_weights<float>& w, float* y,
+                                self_attention_kv& kv, int64_t t, const self_attention_shape& s,
+                                self_attention_row_scratch& scratch);
 
 }  // namespace attn::nn

@@ -81,7 +81,7 @@ std::string text_model::impl::encode() const {
   safetensors_file file;
   for (const nn::parameter<float>* p : m.net.parameters()) {
     // The embedded default vectors are in every attn binary: the model names them instead.
-    if (p == &m.net.embedding && m.config.embeddings == embedding_source::default_vectors)
+    if (p == &m.net.trunk.embedding && m.config.embeddings == embedding_source::default_vectors)
       continue;
     file.tensors.emplace(p->name, tensor(p->shape, p->value));
   }
@@ -275,7 +275,7 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
   }
   auto m = std::make_unique<impl>(c, std::move(in), std::move(out));
   for (nn::parameter<float>* p : m->net.parameters()) {
-    if (p == &m->net.embedding && defaults) {
+    if (p == &m->net.trunk.embedding && defaults) {
       for (int64_t i = 0; i < defaults->size(); ++i) {
         auto row = defaults->vector(i);
         std::copy(row.begin(), row.end(), p->value.begin() + i * c.embed_dim);

@@ -93,11 +93,8 @@ tensor text_model::embed_as_words(std::string_view text, token_reading reading) 
     throw_usage("only a masked-word model maps its readings to the word vectors' space");
   const contextual_embedding e = embed(text, reading);
   const int64_t l = e.embeddings.shape()[0], in = m.config.embed_dim;
-  std::vector<float> words(static_cast<size_t>(l * in));
   const std::vector<float> y(e.embeddings.values().begin(), e.embeddings.values().end());
-  nn::linear_forward(y.data(), m.net.w1.value.data(), m.net.b1.value.data(), words.data(), l,
-                     m.config.dim, in);
-  return tensor({l, in}, std::move(words));
+  return tensor({l, in}, m.net.output.transform(y.data(), l));
 }
 
 namespace {
@@ -158,8 +155,8 @@ vectors text_model::word_rows() const {
   values.reserve(rows.size() * static_cast<size_t>(e));
   for (const int64_t i : rows) {
     // Row i: the table's, or past it one of the rows learned for new words (as the forward reads ids).
-    const float* row = i < s.vocabulary ? m.net.embedding.value.data() + i * e
-                                        : m.net.new_words.value.data() + (i - s.vocabulary) * e;
+    const float* row = i < s.vocabulary ? m.net.trunk.embedding.value.data() + i * e
+                                        : m.net.trunk.new_words.value.data() + (i - s.vocabulary) * e;
     values.insert(values.end(), row, row + e);
   }
   return vectors::from_values(std::move(names), e, std::move(values));

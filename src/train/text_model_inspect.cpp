@@ -49,32 +49,12 @@ std::vector<std::vector<scored_label>> top_words(const std::vector<float>& logit
   return out;
 }
 
-// The tied output's table: each output word's row as the model reads it, [classes, embed].
-std::vector<float> output_table(const text_model::impl& m) {
-  const nn::network_shape& s = m.net.shape();
-  std::vector<float> table(static_cast<size_t>(s.classes * s.embed));
-  nn::embedding_forward(m.net.output_rows().data(), m.net.embedding.value.data(), s.vocabulary,
-                        m.net.new_words.value.data(), table.data(), s.classes, s.embed);
-  return table;
-}
-
 // logits [L, classes] of rows y [L, E] that have passed the last block (and a pre-norm model's
-// final layer norm): pre = y·w1ᵀ + b1, logits = pre·tableᵀ + b2 (an adaptive softmax: each
-// word's log-probability, as the model's forward gives them).
+// final layer norm), as the model's forward gives them (an adaptive softmax: each word's
+// log-probability).
 std::vector<float> output_logits(const text_model::impl& m, const std::vector<float>& table, const float* y,
                                  int64_t l) {
-  const nn::network_shape& s = m.net.shape();
-  std::vector<float> pre(static_cast<size_t>(l * s.hidden)), logits(static_cast<size_t>(l * s.classes));
-  nn::linear_forward(y, m.net.w1.value.data(), m.net.b1.value.data(), pre.data(), l, m.config.dim, s.hidden);
-  nn::linear_forward(pre.data(), table.data(), m.net.b2.value.data(), logits.data(), l, s.hidden, s.classes);
-  if (m.net.adaptive()) {
-    const nn::adaptive_cuts cuts = m.net.cuts();
-    std::vector<float> tokens(static_cast<size_t>(l * cuts.clusters()));
-    nn::linear_forward(pre.data(), m.net.token_weight.value.data(), m.net.token_bias.value.data(), tokens.data(), l,
-                       s.hidden, cuts.clusters());
-    nn::adaptive_log_probabilities(logits.data(), tokens.data(), l, cuts);
-  }
-  return logits;
+  return m.net.output.scores(y, l, table);
 }
 
 }  // namespace
@@ -88,7 +68,7 @@ std::vector<std::vector<scored_label>> text_model::read_as_words(std::string_vie
   const contextual_embedding e = embed(text, reading);
   const int64_t l = e.embeddings.shape()[0];
   const std::vector<float> y(e.embeddings.values().begin(), e.embeddings.values().end());
-  return top_words(output_logits(m, output_table(m), y.data(), l), l, m.net.shape().classes, m.outputs, k);
+  return top_words(output_logits(m, m.net.output.table(m.net.trunk), y.data(), l), l, m.net.shape().classes, m.outputs, k);
 }
 
 model_inspection text_model::inspect(std::string_view text, int64_t top) const {
@@ -112,7 +92,7 @@ model_inspection text_model::inspect(std::string_view text, int64_t top) const {
 
   // The output layer, shared by every layer's reading: pre = x·w1ᵀ + b1, logits = pre·tableᵀ + b2.
   const bool words = s.tied_output && top > 0;  // top 0: the heads alone (an SVG needs no words)
-  const std::vector<float> table = words ? output_table(m) : std::vector<float>{};
+  const std::vector<float> table = words ? m.net.output.table(m.net.trunk) : std::vector<float>{};
   std::vector<float> normed;
   for (int64_t i = 0; i < layers; ++i) {
     const auto& a = m.config.layers == 0 ? cache.attention : cache.blocks[static_cast<size_t>(i)].attention;
@@ -133,7 +113,7 @@ model_inspection text_model::inspect(std::string_view text, int64_t top) const {
       if (!last && s.norm_first) {
         normed.resize(static_cast<size_t>(l * e));
         std::vector<float> mean(static_cast<size_t>(l)), rstd(static_cast<size_t>(l));
-        nn::layer_norm_forward(y, m.net.final_norm_weight.value.data(), m.net.final_norm_bias.value.data(),
+        nn::layer_norm_forward(y, m.net.trunk.final_norm_weight.value.data(), m.net.trunk.final_norm_bias.value.data(),
                                normed.data(), mean.data(), rstd.data(), l, e);
         y = normed.data();
       }

@@ -180,7 +180,7 @@ TEST(text_model_embed, word_rows_are_the_rows_the_model_reads) {
       const attn::nn::network_cache<float> cache = forward(*m, {word});
       const int64_t e = rows.dim();
       for (int64_t j = 0; j < e; ++j) {
-        const float position = net.shape().positions > 0 ? net.position.value[static_cast<size_t>(j)] : 0.0f;
+        const float position = net.shape().positions > 0 ? net.trunk.position.value[static_cast<size_t>(j)] : 0.0f;
         ASSERT_FLOAT_EQ((*row)[static_cast<size_t>(j)] + position, cache.x[static_cast<size_t>(j)]) << word << " " << j;
       }
     }
@@ -205,12 +205,12 @@ TEST(text_model_embed, an_inner_layer_is_the_residual_stream_a_shorter_network_e
     attn::nn::network_shape shape = net.shape();
     shape.layers = k + 1;
     attn::nn::network<float> first(shape);
-    first.embedding.value = net.embedding.value;
-    first.new_words.value = net.new_words.value;
-    first.position.value = net.position.value;
-    for (int64_t i = 0; i <= k; ++i) first.layers[static_cast<size_t>(i)] = net.layers[static_cast<size_t>(i)];
-    first.final_norm_weight.value = net.final_norm_weight.value;
-    first.final_norm_bias.value = net.final_norm_bias.value;
+    first.trunk.embedding.value = net.trunk.embedding.value;
+    first.trunk.new_words.value = net.trunk.new_words.value;
+    first.trunk.position.value = net.trunk.position.value;
+    for (int64_t i = 0; i <= k; ++i) first.trunk.layers[static_cast<size_t>(i)] = net.trunk.layers[static_cast<size_t>(i)];
+    first.trunk.final_norm_weight.value = net.trunk.final_norm_weight.value;
+    first.trunk.final_norm_bias.value = net.trunk.final_norm_bias.value;
     attn::train::encoded_example ex;
     for (const std::string& w : ws) ex.inputs.push_back(m.internals().inputs.find(w));
     attn::nn::batch b = attn::train::make_batch({&ex}, attn::text_task::classify);
