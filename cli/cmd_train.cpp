@@ -2,11 +2,8 @@
 // safetensors.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <cmath>
-#include <limits>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>

@@ -1,5 +1,6 @@
-// attn.train: attn train from Python. The same options under the same names (as train_options
-// spells them), the task's defaults for those not given (attn::task_defaults, as the CLI uses),
+// attn.train: attn train from Python. The same options under the same names (the keywords of
+// attn/train_option_table.hpp, whose rows the CLI's flags come from too), the same checks, the
+// task's defaults for those not given (attn::task_defaults, as the CLI uses),
 // the same model file for the same seed; progress to a callback or standard error; Ctrl-C stops
 // it as it stops the CLI (a masked-word or lm run keeps its checkpoint) and raises
 // KeyboardInterrupt. TextModel.save writes a model file.
@@ -13,7 +14,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>

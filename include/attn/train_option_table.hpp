@@ -105,6 +105,11 @@ std::string name_option(const train_option& option, option_spelling spelling);
 // The default of `option` for `task`, as a number (flags: 0 or 1); only for numeric and flag kinds.
 double option_default(const train_option& option, text_task task);
 
+// Every option's value in its range (and the member's default where that lies below, as dim=0):
+// else one usage error, "--dropout 2: must be in [0, 0.95]" or "dropout=2: must be in [0, 0.95]".
+// train_text_model checks its options so, as the caller's flags would be.
+void check_option_ranges(const train_options& options, option_spelling spelling);
+
 // The checks attn train and attn.train make before training: every option in `given` (by
 // keyword) is one the task takes (else a usage error: "--vocab is for --task lm"), every value is
 // in its range, and the options agree with each other.

@@ -95,7 +95,9 @@ void check_range(const train_option& option, double value, option_spelling spell
   throw_usage(fmt::format("{}: {}", named, range));
 }
 
-void check_ranges(const train_options& o, option_spelling spelling) {
+}  // namespace
+
+void check_option_ranges(const train_options& o, option_spelling spelling) {
   for (const train_option& option : train_option_table()) {
     if (option.range.form == option_range::shape::any) continue;
     std::visit(
@@ -111,8 +113,6 @@ void check_ranges(const train_options& o, option_spelling spelling) {
   }
 }
 
-}  // namespace
-
 void check_task_options(const train_options& o, const std::vector<std::string>& given, option_spelling spelling) {
   // An option the task does not take would be silently ignored: say which tasks take it.
   for (const train_option& option : train_option_table()) {
@@ -120,7 +120,7 @@ void check_task_options(const train_options& o, const std::vector<std::string>& 
     if (std::find(given.begin(), given.end(), option.keyword) != given.end())
       throw_usage(fmt::format("{} is for {}", name_option(option, spelling), name_tasks(option.tasks, spelling)));
   }
-  check_ranges(o, spelling);
+  check_option_ranges(o, spelling);
   const bool cli = spelling == option_spelling::cli;
   if (o.group_by_length && o.pack_sentences)
     throw_usage(fmt::format("{} and {} are two ways to cut padding: choose one", cli ? "--group-by-length" : "group_by_length",
