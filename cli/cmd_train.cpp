@@ -2,11 +2,8 @@
 // safetensors.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <cmath>
-#include <limits>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -16,46 +13,24 @@
 
 #include "attn/error.hpp"
 #include "attn/train.hpp"
+#include "attn/train_option_table.hpp"
 #include "attn/training_curve.hpp"
 #include "cli_common.hpp"
 #include "file_roles.hpp"
 #include "interrupt.hpp"
 #include "run_lock.hpp"
 #include "train_command.hpp"
+#include "train_flags.hpp"
 #include "train_progress.hpp"
 
 namespace attn::cli {
 
 namespace {
 
+// What attn train's own flags say; every training option is in flags (cli/train_flags.hpp).
 struct train_args {
-  std::string task, data, valid, vectors, output, plot;
-  int64_t learn_embeddings = 0, heads = 4, dim = 0, hidden = 0, epochs = 0, batch = 32;
-  bool finetune = train_options{}.finetune_embeddings;
-  int64_t min_count = train_options{}.min_count, layers = train_options{}.layers, feedforward = 0;
-  int64_t patience = train_options{}.patience;
-  std::string pool = pooling_name(train_options{}.pool);
-  double dropout = train_options{}.dropout;
-  int64_t shards = 0;  // 0: one per process
-  int64_t window = train_options{}.window;
-  double lr = train_options{}.lr, weight_decay = 0.01, clip = 1.0, warmup = 0.05;
-  uint64_t seed = 0;
-  bool positions = false, norm_first = false;
-  // masked-word
-  double mask = train_options{}.mask_share;
-  int64_t max_length = train_options{}.max_length, outputs = train_options{}.max_outputs;
-  std::string checkpoint;
-  int64_t checkpoint_steps = train_options{}.checkpoint_steps, stop_after_steps = 0, save_steps = 0;
-  bool resume = false, group_by_length = false, pack_sentences = false;
-  double drop_final_stop = 0;
-  // lm
-  int64_t vocab = train_options{}.vocab, context = train_options{}.context, max_tokens = 0, eval_steps = 0;
-  double time_limit = 0;
-  std::string dtype = "float32";  // masked-word, lm: the output layer's products
-  std::vector<int64_t> adaptive_softmax;  // masked-word, lm: the adaptive softmax's cuts
-  // Which options the command line set (masked-word has defaults of its own for the others).
-  bool min_count_given = false, layers_given = false, dropout_given = false, finetune_given = false, positions_given = false;
-  bool lr_given = false;
+  std::string task, data, vectors, output, plot;
+  std::shared_ptr<train_flags> flags = std::make_shared<train_flags>();
 };
 
 std::atomic<bool> interrupted{false};
@@ -73,26 +48,6 @@ extern "C" void on_interrupt(int signal_number) {
 }
 
 int interrupted_status() { return 128 + (stop_signal.load() != 0 ? stop_signal.load() : SIGINT); }
-
-// --adaptive-softmax's comma-separated cuts: each field a positive integer, none empty.
-std::vector<int64_t> parse_cuts(const std::string& text) {
-  std::vector<int64_t> cuts;
-  size_t start = 0;
-  for (int field = 1;; ++field) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string piece = text.substr(start, comma - start);
-    int64_t value = 0;
-    const auto [end, ec] = std::from_chars(piece.data(), piece.data() + piece.size(), value);
-    if (piece.empty() || ec != std::errc() || end != piece.data() + piece.size() || value < 1)
-      throw_usage(fmt::format("--adaptive-softmax '{}': field {} is {}; expected positive whole numbers "
-                              "between commas, such as 2000,6000",
-                              text, field, piece.empty() ? "empty" : fmt::format("'{}'", piece)));
-    cuts.push_back(value);
-    if (comma == text.size()) break;
-    start = comma + 1;
-  }
-  return cuts;
-}
 
 void report_data(const char* what, const data_summary& s) {
   fmt::print(stderr, "{} {}: {} lines, {} tokens\n", what, s.source, s.lines, s.tokens);
@@ -119,80 +74,42 @@ void report_lm_data(const char* what, const data_summary& s) {
 void run(const train_args& args, const train_hooks& hooks, const CLI::App& command) {
   if (!args.plot.empty() && !has_extension(args.plot, ".svg"))
     throw error(error_kind::usage, args.plot, "cannot tell the format from the extension", "--plot takes a .svg file");
-  train_options o;
-  o.task = parse_task(args.task, "--task");
-  const bool lm = o.task == text_task::lm;
-  const bool masked = o.task == text_task::masked_word;
-  const bool streamed = masked || lm;  // the corpus trainer's tasks
-  if (args.learn_embeddings > 0 && !args.vectors.empty())
+  const text_task task = parse_task(args.task, "--task");
+  const bool lm = task == text_task::lm;
+  const bool streamed = lm || task == text_task::masked_word;  // the corpus trainer's tasks
+  const train_flags& flags = *args.flags;
+  // The task's defaults (attn/train.hpp), and on top the options the command line set.
+  train_options o = task_defaults(task);
+  flags.apply_given(o);
+  if (o.learn_embeddings > 0 && !args.vectors.empty())
     throw_usage("--vectors and --learn-embeddings exclude each other");
   const gradient_exchange* exchange = hooks.exchange;
   const int processes = exchange != nullptr ? exchange->processes : 1;
+  const bool checkpointed = find_train_option("checkpoint")->tasks.has(task);
+  if (checkpointed && o.checkpoint.empty()) o.checkpoint = args.output + ".checkpoint";
   // The run holds its checkpoint from here to its end (attn-mpi: rank 0, which writes it).
   run_lock lock;
-  if (streamed) {
+  if (checkpointed) {
     const auto take = [&] {
-      if (hooks.speaks) lock.acquire(args.checkpoint.empty() ? args.output + ".checkpoint" : args.checkpoint);
+      if (hooks.speaks) lock.acquire(o.checkpoint);
     };
     if (exchange != nullptr) exchange->agreed(take);
     else take();
   }
   std::optional<vectors> word_vectors;
-  if (args.learn_embeddings <= 0) {
+  if (o.learn_embeddings <= 0) {
     const auto load = [&] { word_vectors = load_vectors(args.vectors); };
     if (exchange != nullptr) exchange->agreed(load);
     else load();
     o.word_vectors = &*word_vectors;
   }
   o.data = args.data;
-  o.valid = args.valid;
-  o.learn_embeddings = args.learn_embeddings;
-  // The task's defaults (attn/train.hpp), where the command line did not set the option.
-  const train_options task_default = task_defaults(o.task);
-  o.finetune_embeddings = args.finetune_given ? args.finetune : task_default.finetune_embeddings;
-  o.positions = args.positions_given ? args.positions : task_default.positions;
-  o.heads = args.heads;
-  o.dim = args.dim;
-  o.hidden = args.hidden;
-  o.min_count = args.min_count_given ? args.min_count : task_default.min_count;
-  o.layers = args.layers_given ? args.layers : task_default.layers;
-  o.feedforward = args.feedforward;
-  o.norm_first = args.norm_first || task_default.norm_first;
-  o.pool = parse_pooling(args.pool);
-  o.dropout = args.dropout_given ? args.dropout : task_default.dropout;
-  o.vocab = args.vocab;
-  o.context = args.context;
-  o.max_tokens = args.max_tokens;
-  o.time_limit = args.time_limit;
-  o.eval_steps = args.eval_steps;
-  o.dtype = args.dtype == "bf16" ? train_dtype::bf16 : train_dtype::float32;
-  o.adaptive_softmax = args.adaptive_softmax;
-  o.window = args.window;
-  o.shards = args.shards > 0 ? args.shards : processes;
+  // --shards: one per process unless given.
+  if (!flags.was_given("shards")) o.shards = processes;
   if (o.shards % processes != 0)
     throw_usage(fmt::format("--shards {} is not a multiple of the {} ranks", o.shards, processes));
-  o.patience = args.patience;
-  o.epochs = args.epochs;
-  o.lr = args.lr_given ? args.lr : task_default.lr;
-  o.batch = args.batch;
-  o.seed = args.seed;
-  o.weight_decay = args.weight_decay;
-  o.clip = args.clip;
-  o.warmup = args.warmup;
-  o.mask_share = args.mask;
-  o.max_length = args.max_length;
-  o.max_outputs = args.outputs;
-  o.group_by_length = args.group_by_length;
-  o.pack_sentences = args.pack_sentences;
-  o.drop_final_stop = args.drop_final_stop;
-  o.checkpoint = args.checkpoint.empty() ? args.output + ".checkpoint" : args.checkpoint;
-  o.checkpoint_steps = args.checkpoint_steps;
-  o.resume = args.resume;
-  o.stop_after_steps = args.stop_after_steps;
-  o.save_steps = args.save_steps;
-  check_task_options(o, option_spelling::cli);
-  if (!streamed) o.checkpoint.clear();
-  if (args.resume && !std::filesystem::exists(o.checkpoint))
+  check_task_options(o, flags.given(), option_spelling::cli);
+  if (o.resume && !std::filesystem::exists(o.checkpoint))
     throw_input(o.checkpoint, "no checkpoint to resume from");
 
   train_progress progress(lm, streamed);
@@ -279,7 +196,7 @@ void run(const train_args& args, const train_hooks& hooks, const CLI::App& comma
   // The run is complete: its checkpoint has nothing left to resume. Only a file this run saved
   // or resumed from, holding its run id, is removed (never a file that merely sits at that path,
   // nor another run's checkpoint).
-  if (streamed && result.checkpoint_written) remove_training_checkpoint(o.checkpoint, result.checkpoint_run);
+  if (checkpointed && result.checkpoint_written) remove_training_checkpoint(o.checkpoint, result.checkpoint_run);
   const bool defaults = c.embeddings == embedding_source::default_vectors;
   std::string rows;
   if (defaults && c.embeddings_trained)
@@ -324,170 +241,27 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                                         "model, every position predicting the next token; docs/LM.md)")
       ->required();
   reads(sub->add_option("--data", args->data, "Training file"))->required();
-  reads(sub->add_option("--valid", args->valid,
-                        "Validation file (same format), scored every epoch; default: 10% of the "
-                        "training lines (at most 5000) held out when there are at least 200"));
   reads(sub->add_option("--vectors", args->vectors,
                         "Pre-trained word vectors (default: the embedded GloVe 6B 100d)"));
-  sub->add_option("--learn-embeddings", args->learn_embeddings,
-                  "Learn embeddings of this width from the data instead of pre-trained ones")
-      ->check(positive_number);
-  sub->add_flag("--finetune-embeddings,!--frozen-embeddings", args->finetune,
-                "Train the pre-trained vectors too (the default; with the embedded GloVe, a copy "
-                "of each training word's vector), or keep them frozen");
-  sub->add_flag("--positions", args->positions, "Add learned positional embeddings");
-  sub->add_option("--heads", args->heads, "Attention heads (default 4; divides --dim)")
-      ->check(positive_number);
-  sub->add_option("--dim", args->dim, "Attention width (default: the embedding width)")
-      ->check(positive_number);
-  sub->add_option("--hidden", args->hidden, "MLP hidden width (default: the attention width)")
-      ->check(positive_number);
-  sub->add_option("--epochs", args->epochs,
-                  "Most passes over the data (default: enough for 1000 optimiser steps, at least "
-                  "4, at most 1000; early stopping may end sooner)")
-      ->check(positive_number);
-  sub->add_option("--patience", args->patience,
-                  "Stop after this many epochs without a better validation score (default 3)")
-      ->check(positive_number);
-  sub->add_option("--min-count", args->min_count,
-                  "Training words without a pre-trained vector that occur at least N times get "
-                  "a learned row (default 1; 0: skip them). lm: words seen fewer than N times are <unk> "
-                  "(default 2, so the model learns how often unknown words come)")
-      ->check(non_negative_number);
-  sub->add_option("--layers", args->layers,
-                  "0: the seeds' attention layer; N: N Transformer encoder layers (residuals, "
-                  "layer norm, feed-forward)")
-      ->check(non_negative_number);
-  sub->add_flag("--norm-first", args->norm_first,
-                "Encoder layers pre-norm (PyTorch's norm_first=True, GPT-2's blocks), with a final "
-                "layer norm after them; default: post-norm, PyTorch's default");
-  sub->add_option("--feedforward", args->feedforward,
-                  "Encoder layers' feed-forward width (default: twice --dim)")
-      ->check(positive_number);
-  sub->add_option("--pool", args->pool, "How token vectors become one: max (default), mean (the seeds'), mean+max or "
-                  "attention (a learned query's weights)");
-  sub->add_option("--dropout", args->dropout, "Dropout on the embeddings and the pooled vector (default 0.3)")
-      ->check(CLI::Range(0.0, 0.95));
-  sub->add_option("--window", args->window,
-                  "Tokens per word window before the attention: each token's vector mixed with "
-                  "its neighbours' (a 1-D convolution; centred, causal for next-word); 0: none "
-                  "(default: 3 for classify, none otherwise)")
-      ->check(CLI::Range(int64_t{0}, int64_t{64}));
-  sub->add_option("--shards", args->shards,
-                  "Cut each batch into N shards, their gradients computed apart and summed in "
-                  "order (default 1; attn-mpi: one per rank); the shards run side by side, one "
-                  "per thread, each on its own copy of the network, and the model is the same on "
-                  "any number of threads; attn train --shards K writes the model of mpirun -n K "
-                  "attn-mpi train bit for bit")
-      ->check(positive_number);
-  sub->add_option("--lr", args->lr, "Peak learning rate, above 0 and at most 1 (default 0.001; lm: 0.003)")
-      ->check(positive_number)
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            double value = 0;
-            // Past 1 AdamW moves each weight by about the rate every step: the run only diverges.
-            if (CLI::detail::lexical_cast(text, value) && value > 1)
-              return fmt::format("must be at most 1, not {}", text);
-            return "";
-          },
-          ""));
-  sub->add_option("--batch", args->batch, "Lines per step (default 32; lm: windows)")
-      ->check(positive_number);
-  // Parsed by attn, not CLI11, whose unsigned conversion wraps -1 and 2^64 into valid seeds.
-  sub->add_option_function<std::string>(
-         "--seed", [args](const std::string& text) { args->seed = parse_seed(text); },
-         "Random seed, 0 to 2^64 − 1 (default 0): same seed, same model")
-      ->type_name("UINT");
-  sub->add_option("--weight-decay", args->weight_decay, "AdamW weight decay (default 0.01)")
-      ->check(non_negative_number);
-  sub->add_option("--clip", args->clip, "Gradient norm limit (default 1; 0 = none)")
-      ->check(non_negative_number);
-  sub->add_option("--warmup", args->warmup, "Share of steps warming up (default 0.05)")
-      ->check(CLI::Range(0.0, 1.0));
-  sub->add_option("--mask", args->mask, "masked-word: share of the words hidden (default 0.15)")
-      ->check(CLI::Range(0.01, 0.9));
-  sub->add_option("--max-length", args->max_length,
-                  "masked-word: longer sentences are cut into pieces of this many tokens (default 64)")
-      ->check(CLI::Range(int64_t{2}, int64_t{1} << 16));
-  sub->add_flag("--group-by-length", args->group_by_length,
-               "masked-word: batches of sentences of like length, so little of a batch is padding "
-               "(Hugging Face's group_by_length; off by default)");
-  sub->add_flag("--pack-sentences", args->pack_sentences,
-               "masked-word: consecutive sentences joined into sequences of up to --max-length tokens, so "
-               "that little of a batch is padding (RoBERTa's FULL-SENTENCES inputs; off by default)");
-  sub->add_option("--drop-final-stop", args->drop_final_stop,
-                  "masked-word: the share of sentences read without their final . ! or ?, so that a text "
-                  "ending without one reads as text (default 0)")
-      ->check(CLI::Range(0.0, 1.0));
-  sub->add_option("--outputs", args->outputs,
-                  "masked-word: the most frequent corpus words it can predict (default 30000)")
-      ->check(positive_number);
-  sub->add_option("--checkpoint", args->checkpoint,
-                  "masked-word, lm: training state file (default: OUTPUT.checkpoint), saved every "
-                  "--checkpoint-steps and on Ctrl-C, removed when the run completes");
-  sub->add_option("--checkpoint-steps", args->checkpoint_steps,
-                  "masked-word, lm: save the training state every N steps (default 500; 0: only on Ctrl-C)")
-      ->check(non_negative_number);
-  sub->add_flag("--resume", args->resume,
-                "masked-word, lm: go on from the checkpoint (same command otherwise); the model comes "
-                "out as if never stopped");
-  sub->add_option("--stop-after-steps", args->stop_after_steps,
-                  "masked-word, lm: stop after N steps in all, saving the checkpoint, as Ctrl-C does")
-      ->check(positive_number);
-  sub->add_option("--save-steps", args->save_steps,
-                  "masked-word, lm: every N steps (a multiple of --eval-steps) also write the model so far "
-                  "to OUTPUT with .stepN before its extension (model.step2000.safetensors)")
-      ->check(positive_number);
-  sub->add_option("--vocab", args->vocab,
-                  "lm: the N most frequent training words, plus <unk> and <eos> (default 10000)")
-      ->check(positive_number);
-  sub->add_option("--context", args->context,
-                  "lm: tokens each window holds (learned positions up to it; default 128)")
-      ->check(positive_number);
-  sub->add_option("--max-tokens", args->max_tokens, "masked-word, lm: stop after training on about N tokens (lm: N exactly, in full windows; masked-word: the steps that read N at the corpus's mean tokens a step)")
-      ->check(positive_number);
-  sub->add_option_function<std::string>(
-         "--time", [args](const std::string& text) { args->time_limit = parse_duration(text, "--time"); },
-         "masked-word, lm: stop after this much training time (90s, 30m, 1h30m); the learning "
-         "rate decays over it")
-      ->type_name("DURATION");
-  sub->add_option("--dtype", args->dtype,
-                  "masked-word, lm: float32 (default) or bf16: the tied output's three products on "
-                  "bf16 operands with float32 sums, as PyTorch's autocast (the model file stays float32)")
-      ->check(CLI::IsMember({"float32", "bf16"}));
-  // Parsed by attn, not CLI11, which reads an empty field ("100,,200") as nothing at all.
-  sub->add_option_function<std::string>(
-         "--adaptive-softmax", [args](const std::string& text) { args->adaptive_softmax = parse_cuts(text); },
-         "masked-word, lm: an adaptive softmax with these cuts over the output words, most "
-         "frequent first (PyTorch's AdaptiveLogSoftmaxWithLoss cutoffs, e.g. 2000,6000): a "
-         "head of the first CUT words and a cluster between each cut and the next, or the end")
-      ->type_name("CUT,...");
-  sub->add_option("--eval-steps", args->eval_steps,
-                  "masked-word, lm: also score the held-out sequences every N steps (default: each "
-                  "epoch's end)")
-      ->check(positive_number);
+  add_train_flags(sub, args->flags);
+  reads(sub->get_option("--valid"));
   writes(sub->add_option("-o,--output", args->output, "Model file (.safetensors)"))->required();
   writes(sub->add_option("--plot", args->plot,
                          "Also draw the training curve (losses and held-out accuracy per epoch, or every "
                          "--eval-steps) as FILE.svg; the model file keeps it too (attn heatmap --model shows it)"));
   add_threads_option(sub);
   sub->callback([args, sub, hooks] {
-    args->min_count_given = sub->get_option("--min-count")->count() > 0;
-    args->layers_given = sub->get_option("--layers")->count() > 0;
-    args->dropout_given = sub->get_option("--dropout")->count() > 0;
-    args->finetune_given = sub->get_option("--finetune-embeddings")->count() > 0;
-    args->positions_given = sub->get_option("--positions")->count() > 0;
-    args->lr_given = sub->get_option("--lr")->count() > 0;
     // The checkpoint (masked-word) is written, resumed from and removed: it must be none of the
     // other files, whether --checkpoint names it or it defaults to OUTPUT.checkpoint.
     std::vector<named_file> checkpoint;
     // --save-steps' snapshots (OUTPUT.stepN.safetensors) are outputs too: every file with such a
     // name that exists now is one the run may replace, so none may be an input (or a link to one).
-    if (args->task == "masked-word" || args->task == "lm") {
-      const std::string path = args->checkpoint.empty() ? args->output + ".checkpoint" : args->checkpoint;
+    if (task_takes(args->task, "checkpoint")) {
+      const std::string given = args->flags->parsed.checkpoint;
+      const std::string path = given.empty() ? args->output + ".checkpoint" : given;
       checkpoint.emplace_back("--checkpoint", path);
       checkpoint.emplace_back("--checkpoint", run_lock::path_for(path));  // created and removed
-      if (args->save_steps > 0)
+      if (args->flags->parsed.save_steps > 0)
         for (const std::string& snapshot : existing_snapshots(args->output)) checkpoint.emplace_back("--save-steps", snapshot);
     }
     check_file_roles(*sub, {}, checkpoint);

@@ -1,5 +1,6 @@
-// attn.train: attn train from Python. The same options under the same names (as train_options
-// spells them), the task's defaults for those not given (attn::task_defaults, as the CLI uses),
+// attn.train: attn train from Python. The same options under the same names (the keywords of
+// attn/train_option_table.hpp, whose rows the CLI's flags come from too), the same checks, the
+// task's defaults for those not given (attn::task_defaults, as the CLI uses),
 // the same model file for the same seed; progress to a callback or standard error; Ctrl-C stops
 // it as it stops the CLI (a masked-word or lm run keeps its checkpoint) and raises
 // KeyboardInterrupt. TextModel.save writes a model file.
@@ -7,12 +8,12 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@
 #include "attn/file_roles.hpp"
 #include "attn/text_model.hpp"
 #include "attn/train.hpp"
+#include "attn/train_option_table.hpp"
 #include "attn/vectors.hpp"
 #include "bindings.hpp"
 
@@ -53,58 +55,35 @@ double seconds_of(const py::handle& value) {
   return parse_duration(as<std::string>("time", value), "time");
 }
 
-// Every option attn.train takes beside data, task and output, by train_options's names.
-using setter = std::function<void(train_options&, const std::string&, const py::handle&)>;
-const std::map<std::string, setter>& setters() {
-  static const std::map<std::string, setter> table = {
-      {"valid", [](train_options& o, const std::string& n, const py::handle& v) { o.valid = as<std::filesystem::path>(n, v).string(); }},
-      {"learn_embeddings", [](train_options& o, const std::string& n, const py::handle& v) { o.learn_embeddings = as<int64_t>(n, v); }},
-      {"finetune_embeddings", [](train_options& o, const std::string& n, const py::handle& v) { o.finetune_embeddings = as<bool>(n, v); }},
-      {"min_count", [](train_options& o, const std::string& n, const py::handle& v) { o.min_count = as<int64_t>(n, v); }},
-      {"positions", [](train_options& o, const std::string& n, const py::handle& v) { o.positions = as<bool>(n, v); }},
-      {"heads", [](train_options& o, const std::string& n, const py::handle& v) { o.heads = as<int64_t>(n, v); }},
-      {"dim", [](train_options& o, const std::string& n, const py::handle& v) { o.dim = as<int64_t>(n, v); }},
-      {"layers", [](train_options& o, const std::string& n, const py::handle& v) { o.layers = as<int64_t>(n, v); }},
-      {"feedforward", [](train_options& o, const std::string& n, const py::handle& v) { o.feedforward = as<int64_t>(n, v); }},
-      {"norm_first", [](train_options& o, const std::string& n, const py::handle& v) { o.norm_first = as<bool>(n, v); }},
-      {"adaptive_softmax", [](train_options& o, const std::string& n, const py::handle& v) { o.adaptive_softmax = as<std::vector<int64_t>>(n, v); }},
-      {"pool", [](train_options& o, const std::string& n, const py::handle& v) { o.pool = parse_pooling(as<std::string>(n, v)); }},
-      {"hidden", [](train_options& o, const std::string& n, const py::handle& v) { o.hidden = as<int64_t>(n, v); }},
-      {"dropout", [](train_options& o, const std::string& n, const py::handle& v) { o.dropout = as<double>(n, v); }},
-      {"window", [](train_options& o, const std::string& n, const py::handle& v) { o.window = as<int64_t>(n, v); }},
-      {"shards", [](train_options& o, const std::string& n, const py::handle& v) { o.shards = as<int64_t>(n, v); }},
-      {"epochs", [](train_options& o, const std::string& n, const py::handle& v) { o.epochs = as<int64_t>(n, v); }},
-      {"patience", [](train_options& o, const std::string& n, const py::handle& v) { o.patience = as<int64_t>(n, v); }},
-      {"lr", [](train_options& o, const std::string& n, const py::handle& v) { o.lr = as<double>(n, v); }},
-      {"batch", [](train_options& o, const std::string& n, const py::handle& v) { o.batch = as<int64_t>(n, v); }},
-      {"seed", [](train_options& o, const std::string& n, const py::handle& v) { o.seed = as<uint64_t>(n, v); }},
-      {"weight_decay", [](train_options& o, const std::string& n, const py::handle& v) { o.weight_decay = as<double>(n, v); }},
-      {"clip", [](train_options& o, const std::string& n, const py::handle& v) { o.clip = as<double>(n, v); }},
-      {"warmup", [](train_options& o, const std::string& n, const py::handle& v) { o.warmup = as<double>(n, v); }},
-      {"mask_share", [](train_options& o, const std::string& n, const py::handle& v) { o.mask_share = as<double>(n, v); }},
-      {"max_length", [](train_options& o, const std::string& n, const py::handle& v) { o.max_length = as<int64_t>(n, v); }},
-      {"group_by_length", [](train_options& o, const std::string& n, const py::handle& v) { o.group_by_length = as<bool>(n, v); }},
-      {"pack_sentences", [](train_options& o, const std::string& n, const py::handle& v) { o.pack_sentences = as<bool>(n, v); }},
-      {"drop_final_stop", [](train_options& o, const std::string& n, const py::handle& v) { o.drop_final_stop = as<double>(n, v); }},
-      {"max_outputs", [](train_options& o, const std::string& n, const py::handle& v) { o.max_outputs = as<int64_t>(n, v); }},
-      {"checkpoint", [](train_options& o, const std::string& n, const py::handle& v) { o.checkpoint = as<std::filesystem::path>(n, v).string(); }},
-      {"checkpoint_steps", [](train_options& o, const std::string& n, const py::handle& v) { o.checkpoint_steps = as<int64_t>(n, v); }},
-      {"resume", [](train_options& o, const std::string& n, const py::handle& v) { o.resume = as<bool>(n, v); }},
-      {"vocab", [](train_options& o, const std::string& n, const py::handle& v) { o.vocab = as<int64_t>(n, v); }},
-      {"context", [](train_options& o, const std::string& n, const py::handle& v) { o.context = as<int64_t>(n, v); }},
-      {"max_tokens", [](train_options& o, const std::string& n, const py::handle& v) { o.max_tokens = as<int64_t>(n, v); }},
-      {"time", [](train_options& o, const std::string&, const py::handle& v) { o.time_limit = seconds_of(v); }},
-      {"threads", [](train_options& o, const std::string& n, const py::handle& v) { o.threads = as<int64_t>(n, v); }},
-      {"eval_steps", [](train_options& o, const std::string& n, const py::handle& v) { o.eval_steps = as<int64_t>(n, v); }},
-      {"save_steps", [](train_options& o, const std::string& n, const py::handle& v) { o.save_steps = as<int64_t>(n, v); }},
-      {"dtype", [](train_options& o, const std::string& n, const py::handle& v) {
-         const std::string dtype = as<std::string>(n, v);
-         if (dtype != "float32" && dtype != "bf16")
-           throw_usage(fmt::format("{}='{}': expected 'float32' or 'bf16'", n, dtype));
-         o.dtype = dtype == "bf16" ? train_dtype::bf16 : train_dtype::float32;
-       }},
-  };
-  return table;
+// Sets the option of `row` from a Python value, converted as its kind says.
+void set_option(train_options& o, const train_option& row, const py::handle& v) {
+  const std::string n = row.keyword;
+  switch (row.kind) {
+    case option_kind::integer: o.*std::get<int64_t train_options::*>(row.field) = as<int64_t>(n, v); return;
+    case option_kind::number: o.*std::get<double train_options::*>(row.field) = as<double>(n, v); return;
+    case option_kind::flag: o.*std::get<bool train_options::*>(row.field) = as<bool>(n, v); return;
+    case option_kind::path:
+      o.*std::get<std::string train_options::*>(row.field) = as<std::filesystem::path>(n, v).string();
+      return;
+    case option_kind::seed: o.*std::get<uint64_t train_options::*>(row.field) = as<uint64_t>(n, v); return;
+    case option_kind::duration: o.*std::get<double train_options::*>(row.field) = seconds_of(v); return;
+    case option_kind::cuts:
+      o.*std::get<std::vector<int64_t> train_options::*>(row.field) = as<std::vector<int64_t>>(n, v);
+      return;
+    case option_kind::pool: o.*std::get<pooling train_options::*>(row.field) = parse_pooling(as<std::string>(n, v)); return;
+    case option_kind::dtype: {
+      const std::string dtype = as<std::string>(n, v);
+      if (dtype != "float32" && dtype != "bf16") throw_usage(fmt::format("{}='{}': expected 'float32' or 'bf16'", n, dtype));
+      o.*std::get<train_dtype train_options::*>(row.field) = dtype == "bf16" ? train_dtype::bf16 : train_dtype::float32;
+      return;
+    }
+  }
+}
+
+// The rows attn.train takes as keywords.
+const train_option* find_keyword(const std::string& name) {
+  const train_option* row = find_train_option(name);
+  return row != nullptr && row->surface != option_surface::cli_only ? row : nullptr;
 }
 
 py::dict step_event(const train_step_report& r) {
@@ -151,17 +130,19 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
   }
   train_options o = task_defaults(task);
   o.data = data.string();
+  std::vector<std::string> given;
   for (const auto& [key, value] : options) {
     const std::string name = key.cast<std::string>();
-    const auto it = setters().find(name);
-    if (it == setters().end()) throw_usage(fmt::format("unknown option '{}' (attn.train takes train_options's names)", name));
-    it->second(o, name, value);
+    const train_option* row = find_keyword(name);
+    if (row == nullptr) throw_usage(fmt::format("unknown option '{}' (attn.train takes train_options's names)", name));
+    set_option(o, *row, value);
+    given.push_back(name);
   }
-  const bool lm = task == text_task::lm, streamed = lm || task == text_task::masked_word;
-  check_task_options(o, option_spelling::python);
+  const bool lm = task == text_task::lm;
+  const bool checkpointed = find_train_option("checkpoint")->tasks.has(task);
+  check_task_options(o, given, option_spelling::python);
   // Checkpoints, as the CLI keeps them: beside the output unless named; none without either.
-  if (streamed && o.checkpoint.empty() && output) o.checkpoint = output->string() + ".checkpoint";
-  if (!streamed) o.checkpoint.clear();
+  if (checkpointed && o.checkpoint.empty() && output) o.checkpoint = output->string() + ".checkpoint";
   // The CLI's file-roles check: no output may be an input or another output, by any path.
   const bool vectors_path = !vectors_arg.is_none() && !py::isinstance<vectors>(vectors_arg);
   const std::vector<named_path> inputs{
@@ -243,39 +224,79 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
   if (output) {
     model->save(output->string());
     // The run is complete: a checkpoint it wrote has nothing left to resume.
-    if (streamed && result.checkpoint_written && !o.checkpoint.empty())
+    if (checkpointed && result.checkpoint_written && !o.checkpoint.empty())
       remove_training_checkpoint(o.checkpoint, result.checkpoint_run);
   }
   return model;
+}
+
+// attn.train's docstring: its keywords come from the table, those every task takes first, then
+// each other set of tasks'.
+std::string train_doc() {
+  std::vector<task_set> groups{every_task};
+  for (const train_option& row : train_option_table())
+    if (std::find(groups.begin(), groups.end(), row.tasks) == groups.end()) groups.push_back(row.tasks);
+  std::vector<std::string> parts;
+  for (const task_set& group : groups) {
+    std::vector<std::string> keywords;
+    for (const train_option& row : train_option_table())
+      if (row.tasks == group && row.surface != option_surface::cli_only) keywords.emplace_back(row.keyword);
+    parts.push_back(group == every_task ? fmt::format("{}", fmt::join(keywords, ", "))
+                                        : fmt::format("for {}: {}", name_tasks(group, option_spelling::python),
+                                                      fmt::join(keywords, ", ")));
+  }
+  return fmt::format(R"doc(attn train from Python: trains a text model on `data` and returns it (a TextModel).
+
+task: 'next-word', 'classify', 'masked-word' or 'lm'. output: also save the model file there
+(and, for masked-word and lm, keep a checkpoint at OUTPUT.checkpoint while training). vectors:
+None (the embedded GloVe), a path, or an attn.Vectors. Every other option of attn train, under
+train_options's names: {}. time is '30m' or seconds; threads is --threads, for this run;
+save_steps writes every N steps the model so far beside output, as OUTPUT.stepN.safetensors;
+adaptive_softmax is a list of cuts, e.g. [2000, 6000]. An option not given takes the task's
+default, as on the command line, so the same options and seed give the file attn train writes;
+an option the task does not take is a UsageError naming the tasks that take it. callback(event):
+called with a dict for every step ({{'kind': 'step', 'loss', 'lr', 'tokens_per_second',
+'eta_seconds', ...}}), epoch ('epoch': 'loss', 'accuracy', 'eval_loss', ...), held-out score
+('eval') and snapshot ('snapshot': 'step', 'path'); without one, progress=True prints a line
+per epoch and score to standard error. Ctrl-C (KeyboardInterrupt) stops the run after its step;
+a masked-word or lm run keeps its checkpoint for resume=True. Errors: the CLI's, as
+attn.UsageError and attn.InputError: the CLI's option ranges and its file-roles check (no output
+or checkpoint may be data, valid, vectors or each other, by any path or link) run before any
+work. An epoch event of a masked-word or lm run without held-out text has eval_loss and accuracy
+None. The GIL is released while it trains.)doc",
+                     fmt::join(parts, "; "));
+}
+
+// The table as attn.train reads it, for the tests that hold attn train and attn.train to it:
+// each row's keyword, flag, kind, tasks, where it is spelled, and its default for each task (numbers
+// and flags only; None for the others).
+py::list train_option_rows() {
+  using namespace pybind11::literals;
+  py::list rows;
+  for (const train_option& row : train_option_table()) {
+    py::list tasks;
+    py::dict defaults;
+    for (text_task t : row.tasks.tasks()) tasks.append(task_name(t));
+    const bool numeric = row.kind == option_kind::integer || row.kind == option_kind::number ||
+                         row.kind == option_kind::flag || row.kind == option_kind::seed;
+    for (text_task t : every_task.tasks())
+      defaults[py::str(task_name(t))] = numeric ? py::object(py::float_(option_default(row, t))) : py::object(py::none());
+    const char* surface = row.surface == option_surface::both ? "both" : row.surface == option_surface::cli_only ? "cli" : "python";
+    static const char* const kinds[] = {"integer", "number", "flag", "path", "seed", "duration", "cuts", "pool", "dtype"};
+    rows.append(py::dict("keyword"_a = row.keyword, "flag"_a = row.flag, "kind"_a = kinds[static_cast<int>(row.kind)],
+                         "tasks"_a = tasks, "surface"_a = surface, "defaults"_a = defaults));
+  }
+  return rows;
 }
 
 }  // namespace
 
 void bind_train(py::module_& m) {
   using namespace pybind11::literals;
+  static const std::string doc = train_doc();
   m.def("train", &train, "data"_a, py::kw_only(), "task"_a = "next-word", "output"_a = py::none(),
-        "vectors"_a = py::none(), "callback"_a = py::none(), "progress"_a = true,
-        R"doc(attn train from Python: trains a text model on `data` and returns it (a TextModel).
-
-task: 'next-word', 'classify', 'masked-word' or 'lm'. output: also save the model file there
-(and, for masked-word and lm, keep a checkpoint at OUTPUT.checkpoint while training). vectors:
-None (the embedded GloVe), a path, or an attn.Vectors. Every other option of attn train, under
-train_options's names: valid, learn_embeddings, finetune_embeddings, min_count, positions,
-heads, dim, layers, feedforward, norm_first, pool, hidden, dropout, window, shards, epochs,
-patience, lr, batch, seed, weight_decay, clip, warmup, mask_share, max_length, max_outputs, group_by_length, pack_sentences,
-drop_final_stop, checkpoint, checkpoint_steps, resume, vocab, context, max_tokens, time ('30m' or seconds),
-eval_steps, threads (as --threads, for this run), save_steps (every N steps also the model so far beside output, as
-OUTPUT.stepN.safetensors), adaptive_softmax (a list of cuts, e.g. [2000, 6000]); an option not given takes the task's default, as on the command line, so the same
-options and seed give the file attn train writes. callback(event): called with a dict for every
-step ({'kind': 'step', 'loss', 'lr', 'tokens_per_second', 'eta_seconds', ...}), epoch ('epoch':
-'loss', 'accuracy', 'eval_loss', ...), held-out score ('eval') and snapshot ('snapshot': 'step',
-'path'); without one, progress=True
-prints a line per epoch and score to standard error. Ctrl-C (KeyboardInterrupt) stops the run
-after its step; a masked-word or lm run keeps its checkpoint for resume=True. Errors: the CLI's,
-as attn.UsageError and attn.InputError: the CLI's option ranges and its file-roles check (no
-output or checkpoint may be data, valid, vectors or each other, by any path or link) run before
-any work. An epoch event of a masked-word or lm run without held-out text has eval_loss and
-accuracy None. The GIL is released while it trains.)doc");
+        "vectors"_a = py::none(), "callback"_a = py::none(), "progress"_a = true, doc.c_str());
+  m.def("_train_options", &train_option_rows, "attn train's and attn.train's options, as the table holds them.");
 }
 
 }  // namespace attn::python

@@ -27,4 +27,5 @@
 #include "attn/text_model.hpp"
 #include "attn/tokenizer.hpp"
 #include "attn/train.hpp"
+#include "attn/train_option_table.hpp"
 #include "attn/vectors.hpp"

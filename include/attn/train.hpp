@@ -198,7 +198,8 @@ struct train_result {
 
 // The options a task starts from: train_options{} with the task's own defaults (masked-word: 2
 // layers, learned positions, dropout 0.1, the default vectors frozen; lm: 4 pre-norm layers,
-// dropout 0.1, lr 0.003, min_count 2). attn train and attn.train apply the options given on top.
+// dropout 0.1, lr 0.003, min_count 2; attn/train_option_table.hpp's rows hold them). attn train
+// and attn.train apply the options given on top.
 train_options task_defaults(text_task task);
 
 // The names attn train and attn.train take: "next-word", "classify", "masked-word", "lm"; and a
@@ -208,14 +209,9 @@ train_options task_defaults(text_task task);
 text_task parse_task(const std::string& name, const std::string& option = "task");
 double parse_duration(const std::string& text, const std::string& option = "time");
 
-// Every option's range, as attn train's flags check theirs (a positive --heads, --dropout up to
-// 0.95, …), then the options only the streamed tasks take (max_tokens, time, eval_steps, resume,
-// stop_after_steps, dtype, adaptive_softmax: masked-word and lm), refused for the others with a usage error that names
-// them as the caller spells them: the CLI's flags ("--max-tokens, --time and --eval-steps are for
-// --task masked-word and lm") or attn.train's keywords ("max_tokens, time and eval_steps are for
-// task='masked-word' and 'lm'").
+// How a caller names its options in errors: attn train's flags ("--max-tokens") or attn.train's
+// keywords ("max_tokens"). check_task_options (attn/train_option_table.hpp) checks them.
 enum class option_spelling { cli, python };
-void check_task_options(const train_options& options, option_spelling spelling);
 
 train_result train_text_model(const train_options& options, const train_callbacks& callbacks = {});
 

@@ -511,38 +511,23 @@ progress load_checkpoint(const std::string& path, const std::string& format, con
   return p;
 }
 
-// Usage errors for the streaming tasks' own options.
+// Usage errors for the streaming tasks' own options (check_options holds every option to its range).
 void check_corpus_options(const train_options& o) {
   check_options(o);
   if (is_lm(o)) {
-    if (o.vocab < 1) throw_usage(fmt::format("--vocab must be at least 1, got {}", o.vocab));
-    if (o.context < 1) throw_usage(fmt::format("--context must be at least 1, got {}", o.context));
     constexpr int64_t max_context = 1 << 16;
     if (o.context > max_context)
       throw_usage(fmt::format("--context {} is past attn's limit of {}", o.context, max_context));
-    if (o.max_tokens < 0) throw_usage(fmt::format("--max-tokens must be ≥ 0, got {}", o.max_tokens));
     if (o.layers < 1) throw_usage("--task lm needs --layers N (causal Transformer blocks)");
-  } else {
-    if (!(o.mask_share > 0 && o.mask_share < 1))
-      throw_usage(fmt::format("--mask must be in (0, 1), got {}", o.mask_share));
-    if (!(o.drop_final_stop >= 0 && o.drop_final_stop <= 1))
-      throw_usage(fmt::format("--drop-final-stop must be in [0, 1], got {}", o.drop_final_stop));
-    if (o.max_length < 2) throw_usage(fmt::format("--max-length must be at least 2, got {}", o.max_length));
-    if (o.max_outputs < 1) throw_usage(fmt::format("--outputs must be at least 1, got {}", o.max_outputs));
   }
-  if (!(o.time_limit >= 0) || !std::isfinite(o.time_limit))
-    throw_usage("--time must be a positive duration");
-  if (o.eval_steps < 0) throw_usage(fmt::format("--eval-steps must be ≥ 0, got {}", o.eval_steps));
   // A snapshot is taken where the held-out score is, which brings the deferred rows up to date
   // anyway: elsewhere that would round the run's later steps differently.
-  if (o.save_steps < 0) throw_usage(fmt::format("--save-steps must be ≥ 0, got {}", o.save_steps));
   if (o.save_steps > 0 && (o.eval_steps == 0 || o.save_steps % o.eval_steps != 0))
     throw_usage(fmt::format("--save-steps {} must be a multiple of --eval-steps (the steps where the run "
                             "scores its held-out text){}",
                             o.save_steps, o.eval_steps == 0 ? ", which is not given" : fmt::format(" {}", o.eval_steps)));
   if (!o.valid.empty())
     throw_usage(fmt::format("{} holds out its own sequences: --valid is not taken", task_name(o.task)));
-  if (o.checkpoint_steps < 0 || o.stop_after_steps < 0) throw_usage("checkpoint and stop steps must be ≥ 0");
   if (o.resume && o.checkpoint.empty()) throw_usage("--resume needs a checkpoint path");
 }
 

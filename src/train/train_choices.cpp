@@ -1,8 +1,8 @@
-// What attn train and attn.train share before training: the task and duration names, and each
-// task's defaults where they differ from train_options{}'s (the classifier's and the seeds'
-// next-word model's), used for every option not given.
+// What attn train and attn.train share before training: the task and duration names, and the
+// checks of the options given (attn/train_option_table.hpp holds what they check against).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <cmath>
@@ -10,46 +10,9 @@
 
 #include "attn/error.hpp"
 #include "attn/train.hpp"
+#include "attn/train_option_table.hpp"
 
 namespace attn {
-
-namespace {
-
-// A context model wants depth, word order (learned positions: without them attention reads a
-// bag of words and cannot tell where the gap is) and little dropout, and keeps the default
-// vectors frozen (the model file then holds only what it learned).
-constexpr int64_t masked_word_layers = 2;
-constexpr double masked_word_dropout = 0.1;
-// A language model: GPT-2's block arrangement (pre-norm, learned positions over the context),
-// four of them, light dropout (docs/LM.md has the measurements).
-constexpr int64_t lm_layers = 4;
-constexpr double lm_dropout = 0.1;
-// A word seen once is <unk>: the model then learns how often a word it does not know comes, as
-// held-out text has them (with every training word in the vocabulary, <unk> is never a target
-// and each unknown held-out word costs ~15 nats: 118 → 182 held-out perplexity on a book).
-constexpr int64_t lm_min_count = 2;
-constexpr double lm_lr = 0.003;  // 800k Wikipedia tokens: held-out perplexity 409, against 507 at 0.001
-
-}  // namespace
-
-train_options task_defaults(text_task task) {
-  train_options o;
-  o.task = task;
-  if (task == text_task::masked_word) {
-    o.finetune_embeddings = false;
-    o.positions = true;
-    o.layers = masked_word_layers;
-    o.dropout = masked_word_dropout;
-  }
-  if (task == text_task::lm) {
-    o.min_count = lm_min_count;
-    o.layers = lm_layers;
-    o.norm_first = true;
-    o.dropout = lm_dropout;
-    o.lr = lm_lr;
-  }
-  return o;
-}
 
 text_task parse_task(const std::string& name, const std::string& option) {
   if (name == "next-word") return text_task::next_word;
@@ -93,82 +56,75 @@ double parse_duration(const std::string& text, const std::string& option) {
 
 namespace {
 
-// The ranges attn train's flags hold their values to (cli/cmd_train.cpp's validators), for the
-// callers that have no such flags (attn.train): one usage error naming the first option outside.
-void check_ranges(const train_options& o, option_spelling spelling) {
-  const bool cli = spelling == option_spelling::cli;
-  // lo ≤ value ≤ hi (above_lo: lo < value), finite; hi = unbounded: any finite value.
-  constexpr double unbounded = std::numeric_limits<double>::max();
-  const auto check = [&](const char* flag, const char* keyword, double value, double lo, double hi,
-                         bool above_lo = false) {
-    if ((above_lo ? value > lo : value >= lo) && value <= hi) return;  // NaN and ±inf fail
-    const std::string range = hi < unbounded ? fmt::format("must be in {}{}, {}]", above_lo ? "(" : "[", lo, hi)
-                              : above_lo     ? fmt::format("must be more than {}", lo)
-                                             : fmt::format("must be {} or more", lo);
-    throw_usage(fmt::format("{}: {}", cli ? fmt::format("{} {}", flag, value) : fmt::format("{}={}", keyword, value),
-                            range));
-  };
-  const auto d = [](int64_t v) { return static_cast<double>(v); };
-  check("--learn-embeddings", "learn_embeddings", d(o.learn_embeddings), 0, unbounded);
-  check("--min-count", "min_count", d(o.min_count), 0, unbounded);
-  check("--heads", "heads", d(o.heads), 1, unbounded);
-  check("--dim", "dim", d(o.dim), 0, unbounded);
-  check("--layers", "layers", d(o.layers), 0, unbounded);
-  check("--feedforward", "feedforward", d(o.feedforward), 0, unbounded);
-  check("--hidden", "hidden", d(o.hidden), 0, unbounded);
-  check("--dropout", "dropout", o.dropout, 0, 0.95);
-  check("--window", "window", d(o.window), -1, 64);  // -1: the task's default
-  check("--shards", "shards", d(o.shards), 1, unbounded);
-  check("--epochs", "epochs", d(o.epochs), 0, unbounded);
-  check("--patience", "patience", d(o.patience), 1, unbounded);
-  check("--lr", "lr", o.lr, 0, 1, true);  // past 1 AdamW only diverges (check_options says so too)
-  check("--batch", "batch", d(o.batch), 1, unbounded);
-  check("--weight-decay", "weight_decay", o.weight_decay, 0, unbounded);
-  check("--clip", "clip", o.clip, 0, unbounded);
-  check("--warmup", "warmup", o.warmup, 0, 1);
-  check("--mask", "mask_share", o.mask_share, 0.01, 0.9);
-  check("--max-length", "max_length", d(o.max_length), 2, 1 << 16);
-  check("--drop-final-stop", "drop_final_stop", o.drop_final_stop, 0, 1);
-  check("--outputs", "max_outputs", d(o.max_outputs), 1, unbounded);
-  check("--checkpoint-steps", "checkpoint_steps", d(o.checkpoint_steps), 0, unbounded);
-  check("--save-steps", "save_steps", d(o.save_steps), 0, unbounded);
-  check("--vocab", "vocab", d(o.vocab), 1, unbounded);
-  check("--context", "context", d(o.context), 1, unbounded);
-  check("--max-tokens", "max_tokens", d(o.max_tokens), 0, unbounded);
-  check("--time", "time", o.time_limit, 0, unbounded);
-  check("--eval-steps", "eval_steps", d(o.eval_steps), 0, unbounded);
-  check("--threads", "threads", d(o.threads), 0, 4096);
-  for (const int64_t cut : o.adaptive_softmax) check("--adaptive-softmax", "adaptive_softmax", d(cut), 1, unbounded);
+// The range a value must lie in: the row's, and the member's default where it lies below (dim=0,
+// window=-1), since an option not given holds it. (attn train's validators hold a flag given to
+// the row's range alone.)
+struct bounds {
+  double lo, hi;
+  bool above_lo;
+};
+constexpr double unbounded = std::numeric_limits<double>::max();
+
+bounds bounds_of(const train_option& option) {
+  using shape = option_range::shape;
+  const option_range& r = option.range;
+  const bool integer = option.kind == option_kind::integer || option.kind == option_kind::cuts;
+  bounds b{-unbounded, unbounded, false};
+  switch (r.form) {
+    case shape::any: return b;
+    case shape::positive: b = integer ? bounds{1, unbounded, false} : bounds{0, unbounded, true}; break;
+    case shape::non_negative: b = {0, unbounded, false}; break;
+    case shape::between: b = {r.lo, r.hi, false}; break;
+    case shape::up_to: b = {r.lo, r.hi, true}; break;
+  }
+  const double fallback = option_default(option, text_task::next_word);  // train_options{}'s
+  if (option.kind != option_kind::cuts && fallback < b.lo)
+    b = {fallback, b.hi, false};
+  return b;
+}
+
+// One usage error naming the option and its value: "--dropout 2: must be in [0, 0.95]".
+void check_range(const train_option& option, double value, option_spelling spelling) {
+  const bounds b = bounds_of(option);
+  if ((b.above_lo ? value > b.lo : value >= b.lo) && value <= b.hi) return;  // NaN and ±inf fail
+  const std::string range = b.hi < unbounded ? fmt::format("must be in {}{}, {}]", b.above_lo ? "(" : "[", b.lo, b.hi)
+                            : b.above_lo     ? fmt::format("must be more than {}", b.lo)
+                                             : fmt::format("must be {} or more", b.lo);
+  const std::string named = spelling == option_spelling::cli ? fmt::format("{} {}", name_option(option, spelling), value)
+                                                              : fmt::format("{}={}", option.keyword, value);
+  throw_usage(fmt::format("{}: {}", named, range));
 }
 
 }  // namespace
 
-void check_task_options(const train_options& o, option_spelling spelling) {
-  check_ranges(o, spelling);
+void check_option_ranges(const train_options& o, option_spelling spelling) {
+  for (const train_option& option : train_option_table()) {
+    if (option.range.form == option_range::shape::any) continue;
+    std::visit(
+        [&](auto member) {
+          using value_type = std::remove_cvref_t<decltype(o.*member)>;
+          if constexpr (std::is_same_v<value_type, std::vector<int64_t>>) {
+            for (const int64_t v : o.*member) check_range(option, static_cast<double>(v), spelling);
+          } else if constexpr (std::is_arithmetic_v<value_type>) {
+            check_range(option, static_cast<double>(o.*member), spelling);
+          }
+        },
+        option.field);
+  }
+}
+
+void check_task_options(const train_options& o, const std::vector<std::string>& given, option_spelling spelling) {
+  // An option the task does not take would be silently ignored: say which tasks take it.
+  for (const train_option& option : train_option_table()) {
+    if (option.tasks.has(o.task)) continue;
+    if (std::find(given.begin(), given.end(), option.keyword) != given.end())
+      throw_usage(fmt::format("{} is for {}", name_option(option, spelling), name_tasks(option.tasks, spelling)));
+  }
+  check_option_ranges(o, spelling);
   const bool cli = spelling == option_spelling::cli;
-  const auto named = [&](const char* flag, const char* keyword) { return cli ? flag : keyword; };
-  const char* streamed_tasks = named("--task masked-word and lm", "task='masked-word' and 'lm'");
-  const bool lm = o.task == text_task::lm, streamed = lm || o.task == text_task::masked_word;
-  if (!streamed && (o.max_tokens > 0 || o.time_limit > 0 || o.eval_steps > 0))
-    throw_usage(fmt::format("{} are for {}", named("--max-tokens, --time and --eval-steps", "max_tokens, time and eval_steps"),
-                            streamed_tasks));
-  if (!streamed && o.dtype != train_dtype::float32)
-    throw_usage(fmt::format("{} is for {}", named("--dtype bf16", "dtype='bf16'"), streamed_tasks));
-  if (!streamed && !o.adaptive_softmax.empty())
-    throw_usage(fmt::format("{} is for {}", named("--adaptive-softmax", "adaptive_softmax"), streamed_tasks));
-  if (o.task != text_task::masked_word && (o.group_by_length || o.pack_sentences))
-    throw_usage(fmt::format("{} is for {}", named("--group-by-length and --pack-sentences", "group_by_length and pack_sentences"),
-                            named("--task masked-word", "task='masked-word'")));
   if (o.group_by_length && o.pack_sentences)
-    throw_usage(fmt::format("{} and {} are two ways to cut padding: choose one", named("--group-by-length", "group_by_length"),
-                            named("--pack-sentences", "pack_sentences")));
-  if (o.task != text_task::masked_word && o.drop_final_stop > 0)
-    throw_usage(fmt::format("{} is for {}", named("--drop-final-stop", "drop_final_stop"),
-                            named("--task masked-word", "task='masked-word'")));
-  if (!streamed && o.save_steps > 0)
-    throw_usage(fmt::format("{} is for {}", named("--save-steps", "save_steps"), streamed_tasks));
-  if (!streamed && (o.resume || o.stop_after_steps > 0))  // (attn.train has no stop_after_steps)
-    throw_usage(fmt::format("{} for {}", named("--resume and --stop-after-steps are", "resume is"), streamed_tasks));
+    throw_usage(fmt::format("{} and {} are two ways to cut padding: choose one", cli ? "--group-by-length" : "group_by_length",
+                            cli ? "--pack-sentences" : "pack_sentences"));
 }
 
 }  // namespace attn

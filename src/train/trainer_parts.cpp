@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
+#include "attn/train_option_table.hpp"
 
 namespace attn::train {
 
@@ -63,16 +64,9 @@ void initialise_lm_rows(nn::network<float>& net, const train_options& o, const w
 }  // namespace
 
 void check_options(const train_options& o) {
-  constexpr double max_lr = 1;
   if (o.data.empty()) throw_usage("no training data (--data FILE)");
-  if (o.epochs < 0) throw_usage(fmt::format("--epochs must be at least 1, got {}", o.epochs));
-  if (o.batch < 1) throw_usage(fmt::format("--batch must be at least 1, got {}", o.batch));
-  // Past 1 AdamW moves every weight by about the rate itself each step: such a run only diverges.
-  if (!(o.lr > 0) || !(o.lr <= max_lr))
-    throw_usage(fmt::format("--lr must be in (0, {:g}], got {:g}", max_lr, o.lr));
-  if (o.heads < 1) throw_usage(fmt::format("--heads must be at least 1, got {}", o.heads));
-  if (o.dim < 0 || o.hidden < 0 || o.feedforward < 0) throw_usage("--dim, --hidden and --feedforward must be positive");
-  if (o.layers < 0) throw_usage(fmt::format("--layers must be 0 or more, got {}", o.layers));
+  // Every option's range, as attn train's flags and attn.train's keywords hold them.
+  check_option_ranges(o, option_spelling::cli);
   // Stated limits, so an impossible size is a usage error before anything is allocated rather
   // than "out of memory" half-way: widths up to 4096 (a 50,000-word table of 4096-wide rows is
   // 0.8 GB, four times that with gradients and AdamW's moments), at most 64 layers and as many
@@ -87,17 +81,8 @@ void check_options(const train_options& o) {
     throw_usage(fmt::format("--layers {} is past attn's limit of {}", o.layers, max_layers));
   if (o.heads > max_width)
     throw_usage(fmt::format("--heads {} is past attn's limit of {}", o.heads, max_width));
-  if (o.min_count < 0) throw_usage(fmt::format("--min-count must be 0 or more, got {}", o.min_count));
-  if (o.patience < 1) throw_usage(fmt::format("--patience must be at least 1, got {}", o.patience));
-  if (o.window < -1 || o.window > 64)
-    throw_usage(fmt::format("--window must be between 0 and 64, got {}", o.window));
-  if (o.shards < 1) throw_usage(fmt::format("--shards must be at least 1, got {}", o.shards));
-  if (!(o.dropout >= 0 && o.dropout < 1))
-    throw_usage(fmt::format("--dropout must be in [0, 1), got {}", o.dropout));
   if ((o.word_vectors == nullptr) == (o.learn_embeddings <= 0))
     throw_usage("give word vectors or --learn-embeddings DIM, not both");
-  if (!(o.weight_decay >= 0) || !(o.clip >= 0) || !(o.warmup >= 0 && o.warmup <= 1))
-    throw_usage("weight decay and clip must be ≥ 0, warm-up between 0 and 1");
   if (!(o.valid_share > 0 && o.valid_share < 1))
     throw_usage(fmt::format("the validation share must be in (0, 1), got {}", o.valid_share));
 }

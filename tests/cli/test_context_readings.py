@@ -232,13 +232,13 @@ def test_masked_word_training_stops_at_its_time_budget(context_model, tmp_path):
     for option in (["--max-tokens", "1000"], ["--time", "1m"]):
         r = run_attn("train", "--task", "classify", "--data", corpus, *option, "-o", out)
         assert r.code == 1
-        assert "--max-tokens, --time and --eval-steps are for --task masked-word and lm" in one_error_line(r)
+        assert f"{option[0]} is for --task masked-word and lm" in one_error_line(r)
     r = run_attn("train", "--task", "classify", "--data", corpus, "--stop-after-steps", "3", "-o", out)
     assert r.code == 1
-    assert "--resume and --stop-after-steps are for --task masked-word and lm" in one_error_line(r)
+    assert "--stop-after-steps is for --task masked-word and lm" in one_error_line(r)
     r = run_attn("train", "--task", "classify", "--data", corpus, "--dtype", "bf16", "-o", out)
     assert r.code == 1
-    assert "--dtype bf16 is for --task masked-word and lm" in one_error_line(r)
+    assert "--dtype is for --task masked-word and lm" in one_error_line(r)
     r = run_attn("train", "--task", "lm", "--data", corpus, "--dtype", "float16", "-o", out)
     assert r.code == 1
     assert "--dtype" in one_error_line(r)
