@@ -58,3 +58,21 @@ def test_resumed_runs_write_the_uninterrupted_file():
             if case_id.endswith("+resume"):
                 assert want[case_id] == want[case_id[:-len("+resume")]], (isa, case_id)
 
+
+
+RESUMED = [(c, a) for c, a in training_cases.TRAININGS if c.endswith("+resume")]
+
+
+@pytest.mark.parametrize("isa", isas_to_compare())
+@pytest.mark.parametrize("case_id,argv", RESUMED, ids=[c for c, _ in RESUMED])
+def test_checkpoint_written_before_resumes_to_the_same_file(case_id, argv, isa, folder):
+    """A checkpoint f70fdea wrote (tests/data/fixtures/checkpoints/) stays readable, and resuming
+    it writes what f70fdea's resume wrote."""
+    path = os.path.join(FIXTURES, "expected", f"training_{isa}.json")
+    with open(path, encoding="utf-8") as f:
+        want = json.load(f)["resumed_from_checkpoints"][case_id]
+    got = training_cases.resume_committed(ATTN, case_id, argv, isa, folder)
+    if got != want and not fixture_cases.EXACT:
+        pytest.skip(f"not a Release build (ATTN_README_EXACT=0): {case_id} resumed to other bytes")
+    assert got == want, (f"attn train {' '.join(argv)} --resume from f70fdea's checkpoint (ATTN_ISA={isa}): "
+                         f"sha256 {got}, expected {want}")
