@@ -78,7 +78,9 @@ def test_fixture_outputs_unchanged(group, isa, scratch):
     expected = expected_for(isa)
     got = run_group(group, isa, os.path.join(scratch, isa))
     wanted = {cid: e for cid, e in expected.items() if cid.split("/")[0] == group}
-    assert set(got) == set(wanted), "the cases and expected/<isa>.json disagree: rerun make_fixtures.sh"
+    argvs = {cid: argv for cid, argv, _ in fixture_cases.all_cases()}
+    assert set(got) == set(wanted) and all(wanted[c]["argv"] == argvs[c] for c in got), \
+        "fixture_cases.py and expected/<isa>.json disagree: rerun make_fixtures.sh with f70fdea's binary"
     bad = []
     for cid in sorted(got):
         want = {k: v for k, v in wanted[cid].items() if k != "argv"}
