@@ -200,7 +200,10 @@ void run_context_model(const neighbors_args& args, const text_model& model) {
   };
   const std::span<const float> stat = *vocab.lookup(word);
   const std::span<const float> context = row(free.steps.context, free_at - free.tokens.begin());
-  const std::span<const float> reading = row(readings.values(), model_at - e.tokens.begin());
+  // The reading is a row of the model's own word space, whose width need not be GloVe's.
+  const int64_t model_width = readings.shape().back();
+  const std::span<const float> reading(readings.values().data() + (model_at - e.tokens.begin()) * model_width,
+                                       static_cast<size_t>(model_width));
   const std::string name = args.model_path == "builtin" ? "builtin" : "model";
 
   // The model's column: the words its output layer reads at the place (its fill), the word
