@@ -534,21 +534,8 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   result.planned_epochs = budget.epochs;
   model->training = training_record(o, budget.epochs);
 
-  // What a checkpoint must match to be resumed: the options and the network they made.
-  nlohmann::json fingerprint_fields = nlohmann::json{
-      {"training", content_record(model->training, o)}, {"layers", c.layers}, {"heads", c.heads}, {"dim", c.dim},
-      {"feedforward", c.feedforward}, {"positions", c.max_positions}, {"new_words", c.new_words},
-      {"inputs", model->inputs.size()}, {"outputs", model->outputs.size()}};
-  if (c.norm_first) fingerprint_fields["norm_first"] = true;  // absent before pre-norm existed
-  if (!c.output_cutoffs.empty()) fingerprint_fields["adaptive_cutoffs"] = c.output_cutoffs;
-  checkpoint_identity identity{.path = o.checkpoint, .format = checkpoint_format(o.task),
-                               .fingerprint = fingerprint_fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                               .run = {}};
-  // The id the checkpoint holds, so that the run's end removes its own checkpoint and no other.
-  {
-    std::random_device device;
-    identity.run = fmt::format("{:08x}{:08x}", device(), device());
-  }
+  const checkpoint_identity identity{.path = o.checkpoint, .format = checkpoint_format(o.task),
+                                     .fingerprint = run_fingerprint(c, *model, o), .run = new_run_id()};
   evaluation eval;
   eval.validating = validating;
   eval.held_out = [&] { return score(net, valid); };

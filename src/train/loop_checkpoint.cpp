@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <random>
 
 #include "attn/error.hpp"
 #include "io/content_hash.hpp"
@@ -122,6 +123,21 @@ std::string content_record(const std::string& record, const train_options& o) {
   if (o.word_vectors != nullptr && !uses_default_vectors(o) && std::filesystem::is_regular_file(o.word_vectors->source()))
     j["vectors"] = digest(o.word_vectors->source());
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string run_fingerprint(const text_model_config& c, const text_model::impl& model, const train_options& o) {
+  nlohmann::json fields = nlohmann::json{
+      {"training", content_record(model.training, o)}, {"layers", c.layers}, {"heads", c.heads}, {"dim", c.dim},
+      {"feedforward", c.feedforward}, {"positions", c.max_positions}, {"new_words", c.new_words},
+      {"inputs", model.inputs.size()}, {"outputs", model.outputs.size()}};
+  if (c.norm_first) fields["norm_first"] = true;  // absent before pre-norm existed
+  if (!c.output_cutoffs.empty()) fields["adaptive_cutoffs"] = c.output_cutoffs;
+  return fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string new_run_id() {
+  std::random_device device;
+  return fmt::format("{:08x}{:08x}", device(), device());
 }
 
 std::string checkpoint_format(text_task task) {

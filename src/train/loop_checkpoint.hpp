@@ -58,6 +58,13 @@ struct checkpoint_identity {
 // their bytes' digest instead of their paths.
 std::string content_record(const std::string& record, const train_options& o);
 
+// What a checkpoint must match to be resumed: the options (content_record) and the network they
+// made.
+std::string run_fingerprint(const text_model_config& c, const text_model::impl& model, const train_options& o);
+
+// The id a checkpoint holds, so that the run's end removes its own checkpoint and no other.
+std::string new_run_id();
+
 // Each task's checkpoints are their own format: one never resumes another.
 std::string checkpoint_format(text_task task);
 
