@@ -130,7 +130,7 @@ void run(const train_args& args, const train_hooks& hooks, const CLI::App& comma
   const int processes = exchange != nullptr ? exchange->processes : 1;
   // The run holds its checkpoint from here to its end (attn-mpi: rank 0, which writes it).
   run_lock lock;
-  if (streamed) {
+  {
     const auto take = [&] {
       if (hooks.speaks) lock.acquire(args.checkpoint.empty() ? args.output + ".checkpoint" : args.checkpoint);
     };
@@ -191,7 +191,6 @@ void run(const train_args& args, const train_hooks& hooks, const CLI::App& comma
   o.stop_after_steps = args.stop_after_steps;
   o.save_steps = args.save_steps;
   check_task_options(o, option_spelling::cli);
-  if (!streamed) o.checkpoint.clear();
   if (args.resume && !std::filesystem::exists(o.checkpoint))
     throw_input(o.checkpoint, "no checkpoint to resume from");
 
@@ -279,7 +278,7 @@ void run(const train_args& args, const train_hooks& hooks, const CLI::App& comma
   // The run is complete: its checkpoint has nothing left to resume. Only a file this run saved
   // or resumed from, holding its run id, is removed (never a file that merely sits at that path,
   // nor another run's checkpoint).
-  if (streamed && result.checkpoint_written) remove_training_checkpoint(o.checkpoint, result.checkpoint_run);
+  if (result.checkpoint_written) remove_training_checkpoint(o.checkpoint, result.checkpoint_run);
   const bool defaults = c.embeddings == embedding_source::default_vectors;
   std::string rows;
   if (defaults && c.embeddings_trained)
@@ -423,16 +422,16 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                   "masked-word: the most frequent corpus words it can predict (default 30000)")
       ->check(positive_number);
   sub->add_option("--checkpoint", args->checkpoint,
-                  "masked-word, lm: training state file (default: OUTPUT.checkpoint), saved every "
+                  "Training state file (default: OUTPUT.checkpoint), saved every "
                   "--checkpoint-steps and on Ctrl-C, removed when the run completes");
   sub->add_option("--checkpoint-steps", args->checkpoint_steps,
-                  "masked-word, lm: save the training state every N steps (default 500; 0: only on Ctrl-C)")
+                  "Save the training state every N steps (default 500; 0: only on Ctrl-C)")
       ->check(non_negative_number);
   sub->add_flag("--resume", args->resume,
-                "masked-word, lm: go on from the checkpoint (same command otherwise); the model comes "
+                "Go on from the checkpoint (same command otherwise); the model comes "
                 "out as if never stopped");
   sub->add_option("--stop-after-steps", args->stop_after_steps,
-                  "masked-word, lm: stop after N steps in all, saving the checkpoint, as Ctrl-C does")
+                  "Stop after N steps in all, saving the checkpoint, as Ctrl-C does")
       ->check(positive_number);
   sub->add_option("--save-steps", args->save_steps,
                   "masked-word, lm: every N steps (a multiple of --eval-steps) also write the model so far "
@@ -448,7 +447,7 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
       ->check(positive_number);
   sub->add_option_function<std::string>(
          "--time", [args](const std::string& text) { args->time_limit = parse_duration(text, "--time"); },
-         "masked-word, lm: stop after this much training time (90s, 30m, 1h30m); the learning "
+         "Stop after this much training time (90s, 30m, 1h30m); the learning "
          "rate decays over it")
       ->type_name("DURATION");
   sub->add_option("--dtype", args->dtype,
@@ -463,8 +462,7 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
          "head of the first CUT words and a cluster between each cut and the next, or the end")
       ->type_name("CUT,...");
   sub->add_option("--eval-steps", args->eval_steps,
-                  "masked-word, lm: also score the held-out sequences every N steps (default: each "
-                  "epoch's end)")
+                  "Also score the held-out text every N steps (default: each epoch's end)")
       ->check(positive_number);
   writes(sub->add_option("-o,--output", args->output, "Model file (.safetensors)"))->required();
   writes(sub->add_option("--plot", args->plot,
@@ -478,12 +476,12 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
     args->finetune_given = sub->get_option("--finetune-embeddings")->count() > 0;
     args->positions_given = sub->get_option("--positions")->count() > 0;
     args->lr_given = sub->get_option("--lr")->count() > 0;
-    // The checkpoint (masked-word) is written, resumed from and removed: it must be none of the
-    // other files, whether --checkpoint names it or it defaults to OUTPUT.checkpoint.
+    // The checkpoint is written, resumed from and removed: it must be none of the other files,
+    // whether --checkpoint names it or it defaults to OUTPUT.checkpoint.
     std::vector<named_file> checkpoint;
     // --save-steps' snapshots (OUTPUT.stepN.safetensors) are outputs too: every file with such a
     // name that exists now is one the run may replace, so none may be an input (or a link to one).
-    if (args->task == "masked-word" || args->task == "lm") {
+    {
       const std::string path = args->checkpoint.empty() ? args->output + ".checkpoint" : args->checkpoint;
       checkpoint.emplace_back("--checkpoint", path);
       checkpoint.emplace_back("--checkpoint", run_lock::path_for(path));  // created and removed

@@ -1,7 +1,7 @@
 // attn.train: attn train from Python. The same options under the same names (as train_options
 // spells them), the task's defaults for those not given (attn::task_defaults, as the CLI uses),
 // the same model file for the same seed; progress to a callback or standard error; Ctrl-C stops
-// it as it stops the CLI (a masked-word or lm run keeps its checkpoint) and raises
+// it as it stops the CLI (the run keeps its checkpoint) and raises
 // KeyboardInterrupt. TextModel.save writes a model file.
 #include <fmt/format.h>
 #include <pybind11/stl.h>
@@ -157,11 +157,10 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
     if (it == setters().end()) throw_usage(fmt::format("unknown option '{}' (attn.train takes train_options's names)", name));
     it->second(o, name, value);
   }
-  const bool lm = task == text_task::lm, streamed = lm || task == text_task::masked_word;
+  const bool lm = task == text_task::lm;
   check_task_options(o, option_spelling::python);
   // Checkpoints, as the CLI keeps them: beside the output unless named; none without either.
-  if (streamed && o.checkpoint.empty() && output) o.checkpoint = output->string() + ".checkpoint";
-  if (!streamed) o.checkpoint.clear();
+  if (o.checkpoint.empty() && output) o.checkpoint = output->string() + ".checkpoint";
   // The CLI's file-roles check: no output may be an input or another output, by any path.
   const bool vectors_path = !vectors_arg.is_none() && !py::isinstance<vectors>(vectors_arg);
   const std::vector<named_path> inputs{
@@ -243,7 +242,7 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
   if (output) {
     model->save(output->string());
     // The run is complete: a checkpoint it wrote has nothing left to resume.
-    if (streamed && result.checkpoint_written && !o.checkpoint.empty())
+    if (result.checkpoint_written && !o.checkpoint.empty())
       remove_training_checkpoint(o.checkpoint, result.checkpoint_run);
   }
   return model;
@@ -258,7 +257,7 @@ void bind_train(py::module_& m) {
         R"doc(attn train from Python: trains a text model on `data` and returns it (a TextModel).
 
 task: 'next-word', 'classify', 'masked-word' or 'lm'. output: also save the model file there
-(and, for masked-word and lm, keep a checkpoint at OUTPUT.checkpoint while training). vectors:
+(and keep a checkpoint at OUTPUT.checkpoint while training). vectors:
 None (the embedded GloVe), a path, or an attn.Vectors. Every other option of attn train, under
 train_options's names: valid, learn_embeddings, finetune_embeddings, min_count, positions,
 heads, dim, layers, feedforward, norm_first, pool, hidden, dropout, window, shards, epochs,
@@ -271,7 +270,7 @@ step ({'kind': 'step', 'loss', 'lr', 'tokens_per_second', 'eta_seconds', ...}), 
 'loss', 'accuracy', 'eval_loss', ...), held-out score ('eval') and snapshot ('snapshot': 'step',
 'path'); without one, progress=True
 prints a line per epoch and score to standard error. Ctrl-C (KeyboardInterrupt) stops the run
-after its step; a masked-word or lm run keeps its checkpoint for resume=True. Errors: the CLI's,
+after its step; a run keeps its checkpoint for resume=True. Errors: the CLI's,
 as attn.UsageError and attn.InputError: the CLI's option ranges and its file-roles check (no
 output or checkpoint may be data, valid, vectors or each other, by any path or link) run before
 any work. An epoch event of a masked-word or lm run without held-out text has eval_loss and

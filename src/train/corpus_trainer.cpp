@@ -420,9 +420,6 @@ void check_corpus_options(const train_options& o) {
     if (o.max_length < 2) throw_usage(fmt::format("--max-length must be at least 2, got {}", o.max_length));
     if (o.max_outputs < 1) throw_usage(fmt::format("--outputs must be at least 1, got {}", o.max_outputs));
   }
-  if (!(o.time_limit >= 0) || !std::isfinite(o.time_limit))
-    throw_usage("--time must be a positive duration");
-  if (o.eval_steps < 0) throw_usage(fmt::format("--eval-steps must be ≥ 0, got {}", o.eval_steps));
   // A snapshot is taken where the held-out score is, which brings the deferred rows up to date
   // anyway: elsewhere that would round the run's later steps differently.
   if (o.save_steps < 0) throw_usage(fmt::format("--save-steps must be ≥ 0, got {}", o.save_steps));
@@ -432,8 +429,7 @@ void check_corpus_options(const train_options& o) {
                             o.save_steps, o.eval_steps == 0 ? ", which is not given" : fmt::format(" {}", o.eval_steps)));
   if (!o.valid.empty())
     throw_usage(fmt::format("{} holds out its own sequences: --valid is not taken", task_name(o.task)));
-  if (o.checkpoint_steps < 0 || o.stop_after_steps < 0) throw_usage("checkpoint and stop steps must be ≥ 0");
-  if (o.resume && o.checkpoint.empty()) throw_usage("--resume needs a checkpoint path");
+  check_loop_options(o);
 }
 
 }  // namespace
@@ -441,10 +437,6 @@ void check_corpus_options(const train_options& o) {
 train_result train_from_corpus(const train_options& o, const train_callbacks& cb) {
   check_corpus_options(o);
   const bool lm = is_lm(o);
-  if (!o.checkpoint.empty() && !o.resume && std::filesystem::exists(o.checkpoint) &&
-      !checkpoint::is_checkpoint(o.checkpoint))
-    throw_input(o.checkpoint, "exists and is not an attn checkpoint; attn will not overwrite it "
-                              "(give another --checkpoint)");
   survey s = survey_corpus(o);
   if (s.sequences == 0) throw_input(o.data, "no text (every line is blank)");
   const bool validating = !s.valid.empty();

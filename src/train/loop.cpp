@@ -1,11 +1,15 @@
 #include "train/loop.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
+#include "attn/error.hpp"
 #include "train/optimizer.hpp"
 #include "train/sharded_step.hpp"
 #include "train/trainer_parts.hpp"
@@ -22,6 +26,18 @@ int64_t saturating_product(int64_t a, int64_t b) {
 }
 
 }  // namespace
+
+void check_loop_options(const train_options& o) {
+  if (!(o.time_limit >= 0) || !std::isfinite(o.time_limit))
+    throw_usage("--time must be a positive duration");
+  if (o.eval_steps < 0) throw_usage(fmt::format("--eval-steps must be ≥ 0, got {}", o.eval_steps));
+  if (o.checkpoint_steps < 0 || o.stop_after_steps < 0) throw_usage("checkpoint and stop steps must be ≥ 0");
+  if (o.resume && o.checkpoint.empty()) throw_usage("--resume needs a checkpoint path");
+  if (!o.checkpoint.empty() && !o.resume && std::filesystem::exists(o.checkpoint) &&
+      !checkpoint::is_checkpoint(o.checkpoint))
+    throw_input(o.checkpoint, "exists and is not an attn checkpoint; attn will not overwrite it "
+                              "(give another --checkpoint)");
+}
 
 // Epochs given, or enough for the automatic number of steps; cut short by --max-tokens (the
 // steps it takes, so the learning rate's schedule knows its end) and, as the run goes, by --time.

@@ -65,6 +65,10 @@ struct loop_budget {
   int64_t token_steps = 0, all_epochs = 0;  // --max-tokens' steps (0: none); steps × epochs
 };
 
+// Usage errors for the loop's own options (--time, --eval-steps, checkpoint and stop steps,
+// --resume), and an input error when the checkpoint's path holds another kind of file.
+void check_loop_options(const train_options& o);
+
 // The task's constants for the automatic budget.
 struct budget_rules {
   int64_t default_min_steps = 1000;  // without --min-steps, --max-tokens or --time

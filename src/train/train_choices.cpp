@@ -149,9 +149,8 @@ void check_task_options(const train_options& o, option_spelling spelling) {
   const auto named = [&](const char* flag, const char* keyword) { return cli ? flag : keyword; };
   const char* streamed_tasks = named("--task masked-word and lm", "task='masked-word' and 'lm'");
   const bool lm = o.task == text_task::lm, streamed = lm || o.task == text_task::masked_word;
-  if (!streamed && (o.max_tokens > 0 || o.time_limit > 0 || o.eval_steps > 0))
-    throw_usage(fmt::format("{} are for {}", named("--max-tokens, --time and --eval-steps", "max_tokens, time and eval_steps"),
-                            streamed_tasks));
+  if (!streamed && o.max_tokens > 0)
+    throw_usage(fmt::format("{} is for {}", named("--max-tokens", "max_tokens"), streamed_tasks));
   if (!streamed && o.dtype != train_dtype::float32)
     throw_usage(fmt::format("{} is for {}", named("--dtype bf16", "dtype='bf16'"), streamed_tasks));
   if (!streamed && !o.adaptive_softmax.empty())
@@ -167,8 +166,6 @@ void check_task_options(const train_options& o, option_spelling spelling) {
                             named("--task masked-word", "task='masked-word'")));
   if (!streamed && o.save_steps > 0)
     throw_usage(fmt::format("{} is for {}", named("--save-steps", "save_steps"), streamed_tasks));
-  if (!streamed && (o.resume || o.stop_after_steps > 0))  // (attn.train has no stop_after_steps)
-    throw_usage(fmt::format("{} for {}", named("--resume and --stop-after-steps are", "resume is"), streamed_tasks));
 }
 
 }  // namespace attn

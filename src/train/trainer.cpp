@@ -322,6 +322,7 @@ class example_batches final : public train::batch_source {
 // classify and next-word: labelled lines, read whole.
 train_result train_on_examples(const train_options& o, const train_callbacks& cb) {
   check_options(o);
+  train::check_loop_options(o);
   const gradient_exchange* exchange = cb.exchange;
   std::vector<text_example> train_set, valid_set;
   // Each process reads the files itself; a process that cannot fails every process.
