@@ -111,7 +111,7 @@ py::dict step_event(const train_step_report& r) {
   using namespace pybind11::literals;
   return py::dict("kind"_a = "step", "epoch"_a = r.epoch, "epochs"_a = r.epochs, "step"_a = r.step,
                   "steps"_a = r.steps, "loss"_a = r.loss, "lr"_a = r.lr, "tokens_per_second"_a = r.tokens_per_second,
-                  "eta_seconds"_a = r.eta_seconds);
+                  "eta_seconds"_a = r.eta_seconds, "mfu"_a = r.mfu);
 }
 
 py::dict epoch_event(const train_epoch_report& r, text_task task) {

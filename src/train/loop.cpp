@@ -1,6 +1,7 @@
 #include "train/loop.hpp"
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <limits>
 
+#include "attn/cpu.hpp"
 #include "attn/error.hpp"
 #include "train/optimizer.hpp"
 #include "train/sharded_step.hpp"
@@ -23,6 +25,20 @@ int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 int64_t saturating_product(int64_t a, int64_t b) {
   int64_t product = 0;
   return __builtin_mul_overflow(a, b, &product) ? std::numeric_limits<int64_t>::max() : product;
+}
+
+// A step's FLOPs by estimate, nanoGPT's way: 6 per dense weight and token (2 forward, 4
+// backward), a tied output's products for each predicted row, and attention's 12 per layer, width
+// and pair of tokens (scores and the weighted sum, forward and backward) at the batch's mean length.
+// Embedding lookups are no products: row-sparse tables count only as a tied output.
+double step_flops(const nn::network<float>& net, int64_t dense_weights, const step_batch& b, const step_totals& t) {
+  const nn::network_shape& s = net.shape();
+  const auto tokens = static_cast<double>(t.tokens);
+  const double length = b.items > 0 ? tokens / static_cast<double>(b.items) : 0.0;
+  double flops = 6.0 * static_cast<double>(dense_weights) * tokens;
+  if (s.tied_output) flops += 6.0 * static_cast<double>(s.classes) * static_cast<double>(s.embed) * static_cast<double>(t.rows);
+  flops += 12.0 * static_cast<double>(std::max<int64_t>(s.layers, 1)) * static_cast<double>(s.width) * tokens * length;
+  return flops;
 }
 
 }  // namespace
@@ -90,6 +106,13 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, nn::ne
   const auto seconds_since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
   const auto run_seconds = [&] { return seconds_before + seconds_since(start); };
   const int64_t first_done = p.done, first_tokens = p.all_tokens;
+  // MFU's denominator, measured once (a tenth of a second) where someone reads the steps' reports.
+  const double peak_flops = cb.on_step ? measure_fma_peak_gflops(omp_get_max_threads(), 0.1) * 1e9 : 0.0;
+  int64_t dense_weights = 0;
+  for (const nn::parameter<float>* q : params)
+    if (q->row_width == 0 && q->name != "position.weight")  // (the positional table is a lookup too)
+      dense_weights += static_cast<int64_t>(q->value.size());
+  double flops = 0;  // this sitting's steps'
   const bool shared = cb.exchange != nullptr && cb.exchange->processes > 1;
   const bool writes = cb.exchange == nullptr || cb.exchange->process == 0;  // the checkpoint
   const auto stop_here = [&]() -> bool {
@@ -174,6 +197,7 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, nn::ne
         ++p.done;
         p.epoch_tokens += t.tokens;
         p.all_tokens += t.tokens;
+        flops += step_flops(net, dense_weights, b, t);
         if (cb.on_step) {
           const double elapsed = seconds_since(start);
           const auto here = static_cast<double>(p.done - first_done);
@@ -181,7 +205,8 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, nn::ne
           if (o.time_limit > 0) eta = std::min(eta, std::max(0.0, o.time_limit - run_seconds()));
           const int64_t in_epoch = p.done - (epoch - 1) * steps;
           cb.on_step({epoch, epochs, in_epoch, steps, p.loss_sum / static_cast<double>(std::max<int64_t>(p.rows_sum, 1)), lr,
-                      elapsed > 0 ? static_cast<double>(p.all_tokens - first_tokens) / elapsed : 0.0, eta});
+                      elapsed > 0 ? static_cast<double>(p.all_tokens - first_tokens) / elapsed : 0.0, eta,
+                      elapsed > 0 && peak_flops > 0 ? flops / elapsed / peak_flops : 0.0});
         }
         // Scored before the checkpoint of the same step, which then keeps the score: a resumed
         // run's history is the uninterrupted run's.
