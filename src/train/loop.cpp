@@ -75,7 +75,7 @@ loop_budget plan_budget(const train_options& o, int64_t steps, const budget_rule
 
 void run_training_loop(const train_options& o, const train_callbacks& cb, nn::network<float>& net,
                        const std::function<std::string()>& encode_model, batch_source& source,
-                       const evaluation& eval, const loop_budget& budget, checkpoint_identity identity,
+                       const task_evaluation& eval, const loop_budget& budget, checkpoint_identity identity,
                        int64_t sequences, train_result& result) {
   const int64_t epochs = budget.epochs, steps = budget.steps, total = budget.total;
   const std::vector<nn::parameter<float>*> params = net.parameters();

@@ -46,7 +46,7 @@ class batch_source : public source_place {
   virtual void end_part() {}
 };
 
-struct evaluation {
+struct task_evaluation {
   bool validating = false;                 // the run holds text out
   std::function<scored_examples()> held_out;  // its score (called after the optimiser's flush)
   // The epoch's score without held-out text (classify and next-word score the training data);
@@ -83,7 +83,7 @@ loop_budget plan_budget(const train_options& o, int64_t steps, const budget_rule
 // identity.path empty: no checkpoints.
 void run_training_loop(const train_options& o, const train_callbacks& cb, nn::network<float>& net,
                        const std::function<std::string()>& encode_model, batch_source& source,
-                       const evaluation& eval, const loop_budget& budget, checkpoint_identity identity,
+                       const task_evaluation& eval, const loop_budget& budget, checkpoint_identity identity,
                        int64_t sequences, train_result& result);
 
 }  // namespace attn::train

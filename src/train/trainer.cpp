@@ -1,27 +1,25 @@
-// attn::train_text_model: data → validation split → vocabulary (pre-trained rows, learned rows
-// for the words they lack) → initial weights → epochs of shuffled mini-batches (forward with
-// dropout, backward, clipping, AdamW at the scheduled learning rate) → the best epoch's weights
-// → a text_model.
+// attn::train_text_model, and the labelled tasks' set-up (classify, next-word): data →
+// validation split → vocabulary (vocabulary.hpp) → initial weights → the lines as an in-memory
+// batch source for the one training loop (loop.hpp: epochs of shuffled mini-batches, the
+// schedule, checkpoints, the best epoch's weights) → a text_model. The streamed tasks' set-up is
+// corpus_trainer.cpp.
 #include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
-#include <map>
 #include <unordered_map>
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
 #include "attn/train.hpp"
-#include "train/optimizer.hpp"
 #include "train/rng.hpp"
 #include "train/text_model_impl.hpp"
 #include "train/corpus_trainer.hpp"
 #include "train/loop.hpp"
-#include "train/sharded_step.hpp"
 #include "train/trainer_parts.hpp"
+#include "train/vocabulary.hpp"
 
 namespace attn {
 
@@ -150,74 +148,6 @@ std::vector<text_example> hold_out(std::vector<text_example>& lines, const train
   return valid;
 }
 
-// Training words, most frequent first (ties alphabetical).
-std::vector<std::pair<std::string, int64_t>> word_counts(const std::vector<text_example>& set) {
-  std::map<std::string, int64_t> counts;
-  for (const text_example& ex : set)
-    for (const std::string& t : ex.tokens) counts[t] += 1;
-  std::vector<std::pair<std::string, int64_t>> sorted(counts.begin(), counts.end());
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
-  return sorted;
-}
-
-struct vocabulary {
-  word_index words;       // the table's rows, then the learned rows
-  int64_t new_words = 0;  // how many of the last rows are learned (new words and tuned ones)
-  int64_t tuned = 0;      // of those, fine-tuned copies of default vectors
-};
-
-// The words with an embedding: every word of the default vectors (they are in the binary, so
-// predict can use words never seen in training), or the data's words with a pre-trained vector,
-// or (learned embeddings) the training words; then learned rows: the training words that have
-// no pre-trained vector but occur at least min_count times, and, fine-tuning the default
-// vectors, a trainable copy of each training word's vector.
-vocabulary input_words(const train_options& o, const std::vector<text_example>& train_set,
-                       const std::vector<text_example>& valid_set) {
-  vocabulary v;
-  const auto counts = word_counts(train_set);
-  if (o.word_vectors == nullptr) {
-    for (const auto& [w, n] : counts)
-      if (n >= std::max<int64_t>(o.min_count, 1)) v.words.add(w);
-    return v;
-  }
-  if (uses_default_vectors(o)) {
-    for (int64_t i = 0; i < o.word_vectors->size(); ++i)
-      v.words.add(std::string(o.word_vectors->word(i)));
-  } else {
-    // Pre-trained vectors of the validation words are real, so they join the table too.
-    for (const auto* set : {&train_set, &valid_set})
-      for (const text_example& ex : *set)
-        for (const std::string& t : ex.tokens)
-          if (o.word_vectors->find(t)) v.words.add(t);
-  }
-  const int64_t table = v.words.size();
-  v.tuned = train::add_learned_rows(o, counts, v.words);
-  v.new_words = v.words.size() - table;
-  return v;
-}
-
-// next-word: the training data's words, most frequent first (ties alphabetical); classify: the
-// labels, alphabetical.
-word_index output_words(text_task task, const std::vector<text_example>& set,
-                        const word_index& inputs) {
-  std::map<std::string, int64_t> counts;
-  for (const text_example& ex : set) {
-    if (task == text_task::classify) {
-      counts[ex.label] += 1;
-      continue;
-    }
-    for (const std::string& t : ex.tokens)
-      if (inputs.find(t) >= 0) counts[t] += 1;
-  }
-  std::vector<std::pair<std::string, int64_t>> sorted(counts.begin(), counts.end());
-  if (task == text_task::next_word)
-    std::stable_sort(sorted.begin(), sorted.end(),
-                     [](const auto& a, const auto& b) { return a.second > b.second; });
-  word_index out;
-  for (const auto& [w, n] : sorted) out.add(w);
-  return out;
-}
 
 
 
@@ -350,23 +280,23 @@ train_result train_on_examples(const train_options& o, const train_callbacks& cb
 
   text_model_config c = train::model_config(o);
 
-  vocabulary vocab = input_words(o, train_set, valid_set);
+  train::vocabulary vocab = train::examples_input_words(o, train_set, valid_set);
   c.new_words = vocab.new_words;
   result.train.new_words = vocab.new_words - vocab.tuned;
   result.train.tuned_words = vocab.tuned;
-  word_index outputs = output_words(o.task, train_set, vocab.words);
+  word_index outputs = train::examples_output_words(o.task, train_set, vocab.inputs);
   if (outputs.size() == 0)
     throw_input(o.data, "no word of the training data has an embedding (nothing to predict)");
   if (o.positions) {
     for (const text_example& ex : train_set) {
       int64_t known = 0;
-      for (const std::string& t : ex.tokens) known += vocab.words.find(t) >= 0 ? 1 : 0;
+      for (const std::string& t : ex.tokens) known += vocab.inputs.find(t) >= 0 ? 1 : 0;
       c.max_positions = std::max(c.max_positions, known);
     }
     c.max_positions = std::max<int64_t>(c.max_positions, 1);
   }
 
-  auto model = std::make_unique<text_model::impl>(c, std::move(vocab.words), std::move(outputs));
+  auto model = std::make_unique<text_model::impl>(c, std::move(vocab.inputs), std::move(outputs));
   nn::network<float>& net = model->net;
   train::rng random(o.seed);
   initialise(net, o, model->inputs, random);
@@ -392,7 +322,7 @@ train_result train_on_examples(const train_options& o, const train_callbacks& cb
                                      .fingerprint = train::run_fingerprint(c, *model, o), .run = train::new_run_id()};
   example_batches source(train_data, std::move(order), o.task, o.batch, random, c.dropout > 0, steps);
   const bool validating = !valid_data.empty();
-  train::evaluation eval;
+  train::task_evaluation eval;
   eval.validating = validating;
   eval.held_out = [&] { return train::score_examples(net, o.task, valid_data); };
   eval.without_held_out = [&] { return train::score_examples(net, o.task, train_data); };
