@@ -106,8 +106,17 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, nn::ne
   const auto seconds_since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
   const auto run_seconds = [&] { return seconds_before + seconds_since(start); };
   const int64_t first_done = p.done, first_tokens = p.all_tokens;
-  // MFU's denominator, measured once (a tenth of a second) where someone reads the steps' reports.
-  const double peak_flops = cb.on_step ? measure_fma_peak_gflops(omp_get_max_threads(), 0.1) * 1e9 : 0.0;
+  // MFU's denominator: the FMA peak, measured once (a tenth of a second) in a run someone reads
+  // the steps of, after its first second (a short run pays nothing); the time it takes is left
+  // out of the tokens a second.
+  double peak_flops = 0, measuring = 0;
+  bool measured = false;
+  const auto measure_peak = [&] {
+    measured = true;
+    const auto m0 = clock::now();
+    peak_flops = measure_fma_peak_gflops(omp_get_max_threads(), 0.1) * 1e9;
+    measuring += seconds_since(m0);
+  };
   int64_t dense_weights = 0;
   for (const nn::parameter<float>* q : params)
     if (q->row_width == 0 && q->name != "position.weight")  // (the positional table is a lookup too)
@@ -167,6 +176,7 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, nn::ne
       resumed = false;
       if (part_batches == 0) break;
       const auto t0 = clock::now();
+      const double measuring_before = measuring;
       for (; p.batch < part_batches; ++p.batch) {
         if (stop_here()) {
           p.seconds = run_seconds();
@@ -199,7 +209,8 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, nn::ne
         p.all_tokens += t.tokens;
         flops += step_flops(net, dense_weights, b, t);
         if (cb.on_step) {
-          const double elapsed = seconds_since(start);
+          if (!measured && seconds_since(start) >= 1.0) measure_peak();
+          const double elapsed = seconds_since(start) - measuring;
           const auto here = static_cast<double>(p.done - first_done);
           double eta = here > 0 ? elapsed / here * static_cast<double>(total - p.done) : 0.0;
           if (o.time_limit > 0) eta = std::min(eta, std::max(0.0, o.time_limit - run_seconds()));
@@ -240,7 +251,7 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, nn::ne
           break;
         }
       }
-      epoch_train_seconds += seconds_since(t0);
+      epoch_train_seconds += seconds_since(t0) - (measuring - measuring_before);
       if (last_epoch) break;
       source.end_part();
     }
