@@ -251,7 +251,7 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                          "--eval-steps) as FILE.svg; the model file keeps it too (attn heatmap --model shows it)"));
   add_threads_option(sub);
   sub->callback([args, sub, hooks] {
-    // The checkpoint (masked-word) is written, resumed from and removed: it must be none of the
+    // The checkpoint is written, resumed from and removed: it must be none of the
     // other files, whether --checkpoint names it or it defaults to OUTPUT.checkpoint.
     std::vector<named_file> checkpoint;
     // --save-steps' snapshots (OUTPUT.stepN.safetensors) are outputs too: every file with such a

@@ -26,14 +26,23 @@ void train_progress::clear() {
   drawn_ = false;
 }
 
+namespace {
+
+// "  MFU 12.3%" after the tokens a second (nanoGPT's measure: the share of the FMA peak), where measured.
+std::string mfu_text(const train_step_report& r) {
+  return r.mfu > 0 ? fmt::format("  MFU {:.1f}%", 100 * r.mfu) : std::string();
+}
+
+}  // namespace
+
 void train_progress::step(const train_step_report& r) {
   const auto now = std::chrono::steady_clock::now();
   if (!terminal_) {
     if (!streamed_ || now - last_line_ < std::chrono::seconds(5)) return;
     last_line_ = now;
     // Not "epoch …" at the line's start: logs are read for the epochs' own lines by that.
-    fmt::print(stderr, "progress: epoch {}/{} step {}/{}  loss {:.4f}  lr {:.2e}  {:.0f} tokens/s  ETA {}\n",
-               r.epoch, r.epochs, r.step, r.steps, r.loss, r.lr, r.tokens_per_second,
+    fmt::print(stderr, "progress: epoch {}/{} step {}/{}  loss {:.4f}  lr {:.2e}  {:.0f} tokens/s{}  ETA {}\n",
+               r.epoch, r.epochs, r.step, r.steps, r.loss, r.lr, r.tokens_per_second, mfu_text(r),
                format_duration(r.eta_seconds));
     std::fflush(stderr);
     return;
@@ -43,10 +52,10 @@ void train_progress::step(const train_step_report& r) {
   last_ = now;
   constexpr int64_t width = 20;
   const int64_t filled = r.steps > 0 ? r.step * width / r.steps : width;
-  fmt::print(stderr, "\r\x1b[Kepoch {}/{} [{}{}] step {}/{}  loss {:.4f}  {:.0f} tokens/s  ETA {}",
+  fmt::print(stderr, "\r\x1b[Kepoch {}/{} [{}{}] step {}/{}  loss {:.4f}  {:.0f} tokens/s{}  ETA {}",
              r.epoch, r.epochs, std::string(static_cast<size_t>(filled), '#'),
              std::string(static_cast<size_t>(width - filled), '.'), r.step, r.steps, r.loss,
-             r.tokens_per_second, format_duration(r.eta_seconds));
+             r.tokens_per_second, mfu_text(r), format_duration(r.eta_seconds));
   std::fflush(stderr);
   drawn_ = true;
 }

@@ -2,7 +2,7 @@
 // attn/train_option_table.hpp, whose rows the CLI's flags come from too), the same checks, the
 // task's defaults for those not given (attn::task_defaults, as the CLI uses),
 // the same model file for the same seed; progress to a callback or standard error; Ctrl-C stops
-// it as it stops the CLI (a masked-word or lm run keeps its checkpoint) and raises
+// it as it stops the CLI (the run keeps its checkpoint) and raises
 // KeyboardInterrupt. TextModel.save writes a model file.
 #include <fmt/format.h>
 #include <pybind11/stl.h>
@@ -90,7 +90,7 @@ py::dict step_event(const train_step_report& r) {
   using namespace pybind11::literals;
   return py::dict("kind"_a = "step", "epoch"_a = r.epoch, "epochs"_a = r.epochs, "step"_a = r.step,
                   "steps"_a = r.steps, "loss"_a = r.loss, "lr"_a = r.lr, "tokens_per_second"_a = r.tokens_per_second,
-                  "eta_seconds"_a = r.eta_seconds);
+                  "eta_seconds"_a = r.eta_seconds, "mfu"_a = r.mfu);
 }
 
 py::dict epoch_event(const train_epoch_report& r, text_task task) {
@@ -248,7 +248,7 @@ std::string train_doc() {
   return fmt::format(R"doc(attn train from Python: trains a text model on `data` and returns it (a TextModel).
 
 task: 'next-word', 'classify', 'masked-word' or 'lm'. output: also save the model file there
-(and, for masked-word and lm, keep a checkpoint at OUTPUT.checkpoint while training). vectors:
+(and keep a checkpoint at OUTPUT.checkpoint while training). vectors:
 None (the embedded GloVe), a path, or an attn.Vectors. Every other option of attn train, under
 train_options's names: {}. time is '30m' or seconds; threads is --threads, for this run;
 save_steps writes every N steps the model so far beside output, as OUTPUT.stepN.safetensors;
@@ -259,7 +259,7 @@ called with a dict for every step ({{'kind': 'step', 'loss', 'lr', 'tokens_per_s
 'eta_seconds', ...}}), epoch ('epoch': 'loss', 'accuracy', 'eval_loss', ...), held-out score
 ('eval') and snapshot ('snapshot': 'step', 'path'); without one, progress=True prints a line
 per epoch and score to standard error. Ctrl-C (KeyboardInterrupt) stops the run after its step;
-a masked-word or lm run keeps its checkpoint for resume=True. Errors: the CLI's, as
+a run keeps its checkpoint for resume=True. Errors: the CLI's, as
 attn.UsageError and attn.InputError: the CLI's option ranges and its file-roles check (no output
 or checkpoint may be data, valid, vectors or each other, by any path or link) run before any
 work. An epoch event of a masked-word or lm run without held-out text has eval_loss and accuracy

@@ -129,6 +129,10 @@ struct train_step_report {
   double lr = 0;
   double tokens_per_second = 0;
   double eta_seconds = 0;         // for the whole run
+  // Model FLOPs utilisation, as nanoGPT logs it: the FLOPs the steps so far needed by estimate
+  // (forward and backward, 6 per weight and token, plus attention's), per second, as a share of
+  // the float32 FMA peak measured as the run began. 0: not measured.
+  double mfu = 0;
 };
 
 // masked-word, lm: the held-out text scored in the middle of an epoch (--eval-steps).

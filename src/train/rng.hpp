@@ -3,6 +3,7 @@
 // library (std::uniform_*_distribution's outputs are implementation-defined).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -18,6 +19,9 @@ class rng {
   double uniform(double lo, double hi);
   uint64_t below(uint64_t n);         // uniform integer in [0, n), n > 0, without modulo bias
   double normal();                    // standard normal (Box–Muller, one value per call)
+  // The generator's whole state, for a checkpoint to take and give back.
+  std::array<uint64_t, 4> state() const { return {s_[0], s_[1], s_[2], s_[3]}; }
+  void set_state(const std::array<uint64_t, 4>& s) { for (int i = 0; i < 4; ++i) s_[i] = s[static_cast<size_t>(i)]; }
   template <class I>
   void shuffle(std::vector<I>& items) {  // Fisher–Yates
     for (std::size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[below(i)]);

@@ -22,7 +22,7 @@ constexpr task_set line_tasks = task_set(next_word) | classify;
 // The streamed tasks (src/train/corpus_trainer.cpp).
 constexpr task_set streamed_tasks = task_set(masked_word) | lm;
 // The tasks whose runs keep a checkpoint, resume from it and end at a time or a step.
-constexpr task_set resumable_tasks = streamed_tasks;
+constexpr task_set resumable_tasks = every_task;
 
 // A context model wants depth, word order (learned positions: without them attention reads a
 // bag of words and cannot tell where the gap is) and little dropout, and keeps the default
@@ -121,7 +121,7 @@ std::vector<train_option> make_table() {
       {"max_outputs", "--outputs", kind::integer, &o::max_outputs, masked_word, positive, {},
        "The most frequent corpus words it can predict (default 30000)"},
 
-      // masked-word and lm.
+      // The one loop's checkpoints, stops and evaluation cadence (every task), and the streamed tasks' own.
       {"checkpoint", "--checkpoint", kind::path, &o::checkpoint, resumable_tasks, any, {},
        "Training state file (default: OUTPUT.checkpoint), saved every --checkpoint-steps and on Ctrl-C, removed "
        "when the run completes"},

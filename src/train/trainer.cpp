@@ -1,36 +1,36 @@
-// attn::train_text_model: data → validation split → vocabulary (pre-trained rows, learned rows
-// for the words they lack) → initial weights → epochs of shuffled mini-batches (forward with
-// dropout, backward, clipping, AdamW at the scheduled learning rate) → the best epoch's weights
-// → a text_model.
+// attn::train_text_model, and the labelled tasks' set-up (classify, next-word): data →
+// validation split → vocabulary (vocabulary.hpp) → initial weights → the lines as an in-memory
+// batch source for the one training loop (loop.hpp: epochs of shuffled mini-batches, the
+// schedule, checkpoints, the best epoch's weights) → a text_model. The streamed tasks' set-up is
+// corpus_trainer.cpp.
 #include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
+#include <array>
 #include <cmath>
-#include <map>
 #include <unordered_map>
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
 #include "attn/train.hpp"
-#include "train/optimizer.hpp"
 #include "train/rng.hpp"
 #include "train/text_model_impl.hpp"
 #include "train/corpus_trainer.hpp"
-#include "train/sharded_step.hpp"
+#include "train/loop.hpp"
 #include "train/trainer_parts.hpp"
+#include "train/vocabulary.hpp"
 
 namespace attn {
 
 namespace {
 
 using train::better;
+using train::checkpoint_identity;
+using train::loop_budget;
 using train::check_options;
 using train::encoded_example;
 using train::initialise;
-using train::restore;
-using train::snapshot;
 using train::text_example;
 using train::training_record;
 using train::uses_default_vectors;
@@ -148,74 +148,6 @@ std::vector<text_example> hold_out(std::vector<text_example>& lines, const train
   return valid;
 }
 
-// Training words, most frequent first (ties alphabetical).
-std::vector<std::pair<std::string, int64_t>> word_counts(const std::vector<text_example>& set) {
-  std::map<std::string, int64_t> counts;
-  for (const text_example& ex : set)
-    for (const std::string& t : ex.tokens) counts[t] += 1;
-  std::vector<std::pair<std::string, int64_t>> sorted(counts.begin(), counts.end());
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
-  return sorted;
-}
-
-struct vocabulary {
-  word_index words;       // the table's rows, then the learned rows
-  int64_t new_words = 0;  // how many of the last rows are learned (new words and tuned ones)
-  int64_t tuned = 0;      // of those, fine-tuned copies of default vectors
-};
-
-// The words with an embedding: every word of the default vectors (they are in the binary, so
-// predict can use words never seen in training), or the data's words with a pre-trained vector,
-// or (learned embeddings) the training words; then learned rows: the training words that have
-// no pre-trained vector but occur at least min_count times, and, fine-tuning the default
-// vectors, a trainable copy of each training word's vector.
-vocabulary input_words(const train_options& o, const std::vector<text_example>& train_set,
-                       const std::vector<text_example>& valid_set) {
-  vocabulary v;
-  const auto counts = word_counts(train_set);
-  if (o.word_vectors == nullptr) {
-    for (const auto& [w, n] : counts)
-      if (n >= std::max<int64_t>(o.min_count, 1)) v.words.add(w);
-    return v;
-  }
-  if (uses_default_vectors(o)) {
-    for (int64_t i = 0; i < o.word_vectors->size(); ++i)
-      v.words.add(std::string(o.word_vectors->word(i)));
-  } else {
-    // Pre-trained vectors of the validation words are real, so they join the table too.
-    for (const auto* set : {&train_set, &valid_set})
-      for (const text_example& ex : *set)
-        for (const std::string& t : ex.tokens)
-          if (o.word_vectors->find(t)) v.words.add(t);
-  }
-  const int64_t table = v.words.size();
-  v.tuned = train::add_learned_rows(o, counts, v.words);
-  v.new_words = v.words.size() - table;
-  return v;
-}
-
-// next-word: the training data's words, most frequent first (ties alphabetical); classify: the
-// labels, alphabetical.
-word_index output_words(text_task task, const std::vector<text_example>& set,
-                        const word_index& inputs) {
-  std::map<std::string, int64_t> counts;
-  for (const text_example& ex : set) {
-    if (task == text_task::classify) {
-      counts[ex.label] += 1;
-      continue;
-    }
-    for (const std::string& t : ex.tokens)
-      if (inputs.find(t) >= 0) counts[t] += 1;
-  }
-  std::vector<std::pair<std::string, int64_t>> sorted(counts.begin(), counts.end());
-  if (task == text_task::next_word)
-    std::stable_sort(sorted.begin(), sorted.end(),
-                     [](const auto& a, const auto& b) { return a.second > b.second; });
-  word_index out;
-  for (const auto& [w, n] : sorted) out.add(w);
-  return out;
-}
 
 
 
@@ -254,9 +186,73 @@ pooling parse_pooling(const std::string& name) {
 
 namespace {
 
+// classify and next-word: the encoded lines in memory, one part an epoch, reshuffled at its start
+// by the run's stream, which also draws each step's dropout; a checkpoint keeps the order and the
+// stream.
+class example_batches final : public train::batch_source {
+ public:
+  example_batches(const std::vector<encoded_example>& data, std::vector<size_t> order, text_task task,
+                  int64_t batch, train::rng& random, bool dropout, int64_t steps)
+      : data_(data), order_(std::move(order)), task_(task), batch_(static_cast<size_t>(batch)), random_(random),
+        dropout_(dropout), part_steps_{steps} {}
+
+  const std::vector<int64_t>& part_steps() const override { return part_steps_; }
+
+  int64_t begin_part(int64_t, int64_t, bool resumed) override {
+    if (!resumed) random_.shuffle(order_);  // (a resumed epoch's order came with the checkpoint)
+    return part_steps_[0];
+  }
+
+  train::step_batch batch(int64_t index, int64_t) override {
+    group_.clear();
+    const size_t first = static_cast<size_t>(index) * batch_;
+    for (size_t i = first; i < std::min(order_.size(), first + batch_); ++i) group_.push_back(&data_[order_[i]]);
+    train::step_batch b;
+    b.items = static_cast<int64_t>(group_.size());
+    for (const encoded_example* e : group_) b.rows += e->predictions();
+    // A dropout seed from the run's stream (never 0, which means "evaluating").
+    b.dropout_seed = dropout_ ? (random_.next() | 1) : 0;
+    b.batch_of = [this](int64_t from, int64_t to) {
+      return train::make_batch(std::vector<const encoded_example*>(group_.begin() + from, group_.begin() + to), task_);
+    };
+    return b;
+  }
+
+  void save(nlohmann::json&, train::checkpoint& c) const override {
+    c.put("order", std::vector<int64_t>(order_.begin(), order_.end()));
+    std::vector<int64_t> state;
+    for (const uint64_t word : random_.state()) state.push_back(static_cast<int64_t>(word));
+    c.put("random", state);
+  }
+  void load(const nlohmann::json&, const io::json_fields& h, const train::checkpoint& c) override {
+    const std::vector<int64_t> order = c.integers("order", order_.size());
+    std::vector<size_t> loaded(order.begin(), order.end()), expected = order_;
+    std::sort(loaded.begin(), loaded.end());
+    std::sort(expected.begin(), expected.end());
+    if (loaded != expected) h.fail("order", "is not an order of the training lines");
+    const std::vector<int64_t> state = c.integers("random", 4);
+    std::array<uint64_t, 4> words{};
+    for (size_t i = 0; i < 4; ++i) words[i] = static_cast<uint64_t>(state[i]);
+    if (words == std::array<uint64_t, 4>{}) h.fail("random", "is the one state the generator cannot be in");
+    order_.assign(order.begin(), order.end());
+    random_.set_state(words);
+  }
+
+ private:
+  const std::vector<encoded_example>& data_;
+  std::vector<size_t> order_;  // the lines with something to predict, in this epoch's order
+  text_task task_;
+  size_t batch_;
+  train::rng& random_;
+  bool dropout_;
+  std::vector<int64_t> part_steps_;
+  std::vector<const encoded_example*> group_;  // this step's lines
+};
+
 // classify and next-word: labelled lines, read whole.
 train_result train_on_examples(const train_options& o, const train_callbacks& cb) {
   check_options(o);
+  train::check_loop_options(o);
   const gradient_exchange* exchange = cb.exchange;
   std::vector<text_example> train_set, valid_set;
   // Each process reads the files itself; a process that cannot fails every process.
@@ -284,23 +280,23 @@ train_result train_on_examples(const train_options& o, const train_callbacks& cb
 
   text_model_config c = train::model_config(o);
 
-  vocabulary vocab = input_words(o, train_set, valid_set);
+  train::vocabulary vocab = train::examples_input_words(o, train_set, valid_set);
   c.new_words = vocab.new_words;
   result.train.new_words = vocab.new_words - vocab.tuned;
   result.train.tuned_words = vocab.tuned;
-  word_index outputs = output_words(o.task, train_set, vocab.words);
+  word_index outputs = train::examples_output_words(o.task, train_set, vocab.inputs);
   if (outputs.size() == 0)
     throw_input(o.data, "no word of the training data has an embedding (nothing to predict)");
   if (o.positions) {
     for (const text_example& ex : train_set) {
       int64_t known = 0;
-      for (const std::string& t : ex.tokens) known += vocab.words.find(t) >= 0 ? 1 : 0;
+      for (const std::string& t : ex.tokens) known += vocab.inputs.find(t) >= 0 ? 1 : 0;
       c.max_positions = std::max(c.max_positions, known);
     }
     c.max_positions = std::max<int64_t>(c.max_positions, 1);
   }
 
-  auto model = std::make_unique<text_model::impl>(c, std::move(vocab.words), std::move(outputs));
+  auto model = std::make_unique<text_model::impl>(c, std::move(vocab.inputs), std::move(outputs));
   nn::network<float>& net = model->net;
   train::rng random(o.seed);
   initialise(net, o, model->inputs, random);
@@ -314,103 +310,26 @@ train_result train_on_examples(const train_options& o, const train_callbacks& cb
     if (train_data[i].predictions() > 0) order.push_back(i);
   if (order.empty()) throw_input(o.data, "no line has anything to learn from (too few known words)");
 
-  const auto n_batch = static_cast<size_t>(o.batch);
-  const auto steps = static_cast<int64_t>((order.size() + n_batch - 1) / n_batch);
-  const int64_t min_steps = o.min_steps > 0 ? o.min_steps : default_min_steps;
-  const int64_t epochs =
-      o.epochs > 0 ? o.epochs
-                   : std::clamp<int64_t>((min_steps + steps - 1) / steps, min_epochs, max_epochs);
-  result.planned_epochs = epochs;
-  model->training = training_record(o, epochs);
-  const int64_t total = steps * epochs;
-  const int64_t warmup = std::max<int64_t>(1, std::llround(o.warmup * static_cast<double>(total)));
-  const std::vector<nn::parameter<float>*> params = net.parameters();
-  train::adamw optimiser(params, {.weight_decay = o.weight_decay});
-  nn::network_cache<float> cache;
-  train::shard_copies copies;  // --shards: the network's copies the shards run on, side by side
-
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  const auto seconds_since = [](clock::time_point t) {
-    return std::chrono::duration<double>(clock::now() - t).count();
-  };
+  const auto steps = static_cast<int64_t>((order.size() + static_cast<size_t>(o.batch) - 1) / static_cast<size_t>(o.batch));
+  int64_t tokens = 0;
+  for (const encoded_example& e : train_data) tokens += e.predictions();
+  const loop_budget budget =
+      train::plan_budget(o, steps, {.default_min_steps = default_min_steps, .min_epochs = min_epochs,
+                                    .max_epochs = max_epochs, .tokens_per_step = std::max<int64_t>(1, tokens / steps)});
+  result.planned_epochs = budget.epochs;
+  model->training = training_record(o, budget.epochs);
+  const checkpoint_identity identity{.path = o.checkpoint, .format = train::checkpoint_format(o.task),
+                                     .fingerprint = train::run_fingerprint(c, *model, o), .run = train::new_run_id()};
+  example_batches source(train_data, std::move(order), o.task, o.batch, random, c.dropout > 0, steps);
   const bool validating = !valid_data.empty();
-  train::scored_examples best_score{.loss = 0, .accuracy = -1, .n = 0};
-  std::vector<std::vector<float>> best_weights;
-  int64_t done = 0, all_tokens = 0;
-  for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
-    const auto epoch_start = clock::now();
-    random.shuffle(order);
-    double loss_sum = 0;
-    int64_t rows_sum = 0, epoch_tokens = 0;
-    for (int64_t step = 0; step < steps; ++step) {
-      std::vector<const encoded_example*> group;
-      for (size_t i = static_cast<size_t>(step) * n_batch;
-           i < std::min(order.size(), static_cast<size_t>(step + 1) * n_batch); ++i)
-        group.push_back(&train_data[order[i]]);
-      // A dropout seed from the run's stream (never 0, which means "evaluating").
-      const uint64_t dropout_seed = c.dropout > 0 ? (random.next() | 1) : 0;
-      const train::step_totals totals =
-          train::sharded_gradients(net, group, o.task, o.shards, dropout_seed, exchange, cache, &copies);
-      train::check_finite_loss(o, totals.loss_sum, done + 1);
-      train::clip_gradients(params, o.clip);
-      const double lr = train::learning_rate(done, total, warmup, o.lr);
-      optimiser.step(lr);
-      ++done;
-      loss_sum += totals.loss_sum;
-      rows_sum += totals.rows;
-      epoch_tokens += totals.tokens;
-      all_tokens += totals.tokens;
-      if (cb.on_step) {
-        const double elapsed = seconds_since(start);
-        train_step_report r{epoch, epochs, step + 1, steps,
-                            loss_sum / static_cast<double>(std::max<int64_t>(rows_sum, 1)), lr,
-                            elapsed > 0 ? static_cast<double>(all_tokens) / elapsed : 0.0,
-                            elapsed / static_cast<double>(done) * static_cast<double>(total - done)};
-        cb.on_step(r);
-      }
-      // (A data-parallel run is stopped by ending its processes: they could not agree on
-      // the step a signal arrived in without a swap of their own.)
-      if (exchange == nullptr && cb.stop != nullptr && cb.stop->load()) {
-        optimiser.flush();
-        result.stopped = true;
-        result.model = text_model(std::move(model));
-        return result;
-      }
-    }
-    train_epoch_report r;
-    r.epoch = epoch;
-    r.epochs = epochs;
-    r.loss = loss_sum / static_cast<double>(std::max<int64_t>(rows_sum, 1));
-    r.on_validation = validating;
-    optimiser.flush();  // the embedding rows' deferred steps, before scoring and keeping
-    const double train_seconds = seconds_since(epoch_start);
-    const train::scored_examples s =
-        train::score_examples(net, o.task, validating ? valid_data : train_data);
-    r.accuracy = s.accuracy;
-    r.eval_loss = s.loss;
-    r.n = s.n;
-    r.seconds = seconds_since(epoch_start);
-    r.tokens_per_second = train_seconds > 0 ? static_cast<double>(epoch_tokens) / train_seconds : 0.0;
-    // Without validation data the last epoch is kept: nothing says an earlier one generalises
-    // better.
-    r.best = !validating || better(s, best_score);
-    if (r.best) {
-      best_score = s;
-      result.best_epoch = epoch;
-      if (validating && epoch < epochs) best_weights = snapshot(params);
-    }
-    result.epochs.push_back(r);
-    if (cb.on_epoch) cb.on_epoch(r);
-    if (validating && epoch - result.best_epoch >= o.patience && epoch < epochs) {
-      result.stopped_early = true;
-      break;
-    }
-  }
-  // The best epoch's weights (already in place when it was the last one that ran).
-  if (!best_weights.empty() && result.best_epoch != result.epochs.back().epoch)
-    restore(params, best_weights);
-  train::check_finite_weights(o, params, done);
+  train::task_evaluation eval;
+  eval.validating = validating;
+  eval.held_out = [&] { return train::score_examples(net, o.task, valid_data); };
+  eval.without_held_out = [&] { return train::score_examples(net, o.task, train_data); };
+  eval.improves = [](const train::scored_examples& sc, const train::scored_examples& best) { return better(sc, best); };
+  eval.epoch_history = false;  // the curve holds --eval-steps' scores only (the epochs' are in the reports)
+  train::run_training_loop(o, cb, net, [&] { return model->encode(); }, source, eval, budget, identity,
+                           static_cast<int64_t>(train_data.size() + valid_data.size()), result);
   result.model = text_model(std::move(model));
   return result;
 }

@@ -128,7 +128,7 @@ def test_progress_bar_on_a_terminal(tmp_path):
     assert "\r" in err and "ETA" in err and "step 1/1" in err and "epoch 2/2" in err
 
 
-def test_ctrl_c_writes_nothing(tmp_path):
+def test_ctrl_c_writes_no_model_and_keeps_the_training_state(tmp_path):
     model = tmp_path / "m.safetensors"
     model.write_bytes(b"previous")
     proc = subprocess.Popen([ATTN, "train", "--task", "classify", "--data",
@@ -140,7 +140,9 @@ def test_ctrl_c_writes_nothing(tmp_path):
     assert proc.returncode == 130
     assert b"interrupted" in err
     assert model.read_bytes() == b"previous"
-    assert [p.name for p in tmp_path.iterdir()] == ["m.safetensors"]
+    # the one loop's checkpoint (issue #53): --resume goes on from it
+    assert b"the training state is in" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.safetensors", "m.safetensors.checkpoint"]
 
 
 @pytest.mark.parametrize("args, code, message", [
