@@ -36,7 +36,14 @@ int64_t sample(std::span<const float> scores, banned_tokens banned, const sampli
     return pa != pb ? pa > pb : a < b;
   };
   int64_t keep = o.top_k > 0 ? std::min(o.top_k, v) : v;
-  std::partial_sort(order.begin(), order.begin() + keep, order.end(), more_likely);
+  // The order is a strict total one (ties broken by id), so any sort gives the same tokens in the
+  // same places: the whole vocabulary (top-p alone) goes to std::sort, which is faster there than
+  // partial_sort's heap.
+  if (keep == v) {
+    std::sort(order.begin(), order.end(), more_likely);
+  } else {
+    std::partial_sort(order.begin(), order.begin() + keep, order.end(), more_likely);
+  }
   double total = 0;
   for (int64_t i = 0; i < keep; ++i) total += p[static_cast<size_t>(order[static_cast<size_t>(i)])];
   if (o.top_p < 1) {
