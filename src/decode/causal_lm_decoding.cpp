@@ -22,9 +22,7 @@ struct causal_lm_state final : decoder_state {
 
 }  // namespace
 
-causal_lm_decoding::causal_lm_decoding(const nn::network<float>& net) : net_(net) {
-  nn::causal_decoder check(net);  // the usage error for a network that is not a language model's
-}
+causal_lm_decoding::causal_lm_decoding(const nn::network<float>& net) : net_(net) {}
 
 int64_t causal_lm_decoding::vocabulary() const { return net_.shape().classes; }
 

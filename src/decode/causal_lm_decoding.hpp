@@ -10,10 +10,10 @@ namespace attn::decode {
 
 class causal_lm_decoding final : public autoregressive_model {
  public:
-  // A usage error unless the network is a language model's (nn::causal_decoder checks).
   explicit causal_lm_decoding(const nn::network<float>& net);
 
   int64_t vocabulary() const override;
+  // A usage error unless the network is a language model's (nn::causal_decoder checks).
   std::unique_ptr<decoder_state> start() const override;
   // Learned positions cannot slide, so past the context T the state restarts from its latest
   // T/2 tokens (recomputed once every T/2 new tokens). A state that has read nothing and is given
