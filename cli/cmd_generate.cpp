@@ -159,7 +159,7 @@ void add_generate_command(CLI::App& app) {
       sub->add_option("--beam", args->options.beam,
                       "Beam search with N hypotheses instead of sampling (deterministic): prints "
                       "the most probable continuation, its log-probability divided by "
-                      "((5 + length) / 6)^A (GNMT's length penalty, as Marian and CTranslate2)")
+                      "length^A (the length penalty of CTranslate2, fairseq and Marian)")
           ->check(positive_number);
   sub->add_option("--n-best", args->options.n_best,
                   "With --beam: print the K best continuations, best first, one a line: the "
@@ -167,7 +167,7 @@ void add_generate_command(CLI::App& app) {
       ->check(positive_number)
       ->needs(beam);
   sub->add_option("--length-penalty", args->options.length_penalty,
-                  "With --beam: A in ((5 + length) / 6)^A (default 1; 0: none; more: longer "
+                  "With --beam: A in length^A (default 1; 0: none; more: longer "
                   "texts; less than 0: shorter)")
       ->check(length_penalty_range)
       ->needs(beam);

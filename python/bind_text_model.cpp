@@ -293,7 +293,7 @@ void bind_text_model(py::module_& m) {
           "greedy (at most 100, as --temperature); the same seed "
           "gives the same words. Stops at the end of the paragraph (unless ignore_eos) or after "
           "max_words tokens. beam=N: beam search instead of sampling (temperature, top_k, top_p "
-          "and seed unused), the best by log-probability / ((5 + length) / 6)^length_penalty "
+          "and seed unused), the best by log-probability / length^length_penalty "
           "(as attn generate --beam); n_best=K (≤ beam): a list of the K best (text, score) "
           "pairs instead of one text.")
       .def_property_readonly(

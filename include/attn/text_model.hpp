@@ -163,7 +163,7 @@ struct generation_options {
                              // --ignore-eos; for timing long generations)
   // Beam search instead of sampling (temperature, top_k, top_p and seed then unused): the `beam`
   // most probable continuations are carried together, and the best by log-probability divided
-  // by GNMT's ((5 + length) / 6)^length_penalty comes back (length: the tokens made, and the
+  // by length^length_penalty comes back (length: the tokens made, and the
   // end token when chosen). 0: sample, or greedy at temperature 0 (beam 1 with length_penalty 0
   // is greedy too).
   int64_t beam = 0;
@@ -175,7 +175,7 @@ struct generation_options {
 struct generated_text {
   std::vector<std::string> tokens;  // made (the end token not included)
   std::string text;                 // as generation::text
-  double score = 0;                 // log_probability / ((5 + length) / 6)^length_penalty
+  double score = 0;                 // log_probability / length^length_penalty
   double log_probability = 0;       // natural log, the end token's included when ended
   bool ended = false;
 };

@@ -23,7 +23,7 @@ namespace attn::decode {
 struct beam_options {
   int64_t beam = 4;             // prefixes carried at each step, ≥ 1
   int64_t n_best = 1;           // hypotheses returned at most, 1 … beam
-  double length_penalty = 1.0;  // α of ((5 + |Y|) / 6)^α
+  double length_penalty = 1.0;  // α of |Y|^α (length_penalty.hpp)
   int64_t max_tokens = 100;     // tokens made per hypothesis at most (the end token not counted)
   int64_t end = -1;             // the end token (-1: none): choosing it finishes a hypothesis
   banned_tokens banned;         // never chosen

@@ -59,7 +59,7 @@ def test_n_best_equal_to_beam_lists_the_whole_beam(toy_lm):
 
 
 def test_the_length_penalty_moves_the_length():
-    """A negative α favours short texts, a positive one long ones (GNMT's ((5 + |Y|) / 6)^α)."""
+    """A negative α favours short texts, a positive one long ones (|Y|^α)."""
     def words(alpha):
         out = generate("--beam", "4", "--length-penalty", alpha, "--max-words", "40", "The river")
         return len(out.split())
