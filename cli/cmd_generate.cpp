@@ -39,6 +39,17 @@ const CLI::Validator top_p_range(
     },
     "FLOAT in (0 - 1]");
 
+// --length-penalty in [-10, 10], as the library checks it (beyond, the normaliser's powers dwarf
+// every log-probability).
+const CLI::Validator length_penalty_range(
+    [](std::string& text) -> std::string {
+      double value = 0;
+      if (!CLI::detail::lexical_cast(text, value)) return fmt::format("'{}' is not a number", text);
+      if (value >= -10 && value <= 10) return "";
+      return fmt::format("must be in [-10, 10], not {}", text);
+    },
+    "FLOAT in [-10 - 10]");
+
 void run(const generate_args& args) {
   const text_model model = text_model::load(args.model);
   if (model.config().task != text_task::lm)
@@ -61,6 +72,16 @@ void run(const generate_args& args) {
   while (!shown.empty() && (shown.back() == '\n' || shown.back() == '\r')) shown.pop_back();
   std::replace(shown.begin(), shown.end(), '\0', ' ');
   staged_output out("-");
+  if (args.options.beam > 0) {  // the search ends before its best line is known: nothing streams
+    const generation g = model.generate(prompt, args.options);
+    if (g.n_best.empty()) {
+      out.write(shown + g.text + "\n");
+    } else {  // Marian's n-best, simplified: the score, a tab, the line
+      for (const generated_text& t : g.n_best) out.write(fmt::format("{:.4f}\t{}{}\n", t.score, shown, t.text));
+    }
+    out.commit();
+    return;
+  }
   bool started = false;
   const auto start = [&] {
     if (started) return;
@@ -134,11 +155,30 @@ void add_generate_command(CLI::App& app) {
          "--seed", [args](const std::string& text) { args->options.seed = parse_seed(text); },
          "Random seed (default 0): the same seed, prompt and options give the same words")
       ->type_name("UINT");
+  CLI::Option* beam =
+      sub->add_option("--beam", args->options.beam,
+                      "Beam search with N hypotheses instead of sampling (deterministic): prints "
+                      "the most probable continuation, its log-probability divided by "
+                      "length^A (the length penalty of CTranslate2, fairseq and Marian)")
+          ->check(positive_number);
+  sub->add_option("--n-best", args->options.n_best,
+                  "With --beam: print the K best continuations, best first, one a line: the "
+                  "score, a tab, the line (K at most N)")
+      ->check(positive_number)
+      ->needs(beam);
+  sub->add_option("--length-penalty", args->options.length_penalty,
+                  "With --beam: A in length^A (default 1; 0: none; more: longer "
+                  "texts; less than 0: shorter)")
+      ->check(length_penalty_range)
+      ->needs(beam);
   sub->add_flag("--ignore-eos", args->options.ignore_eos,
                 "Never end at the end of the paragraph: make --max-words tokens (llama.cpp's flag)");
   sub->add_flag("--timings", args->timings,
                 "Afterwards, one JSON line on standard error: tokens/s, and ms per token around "
                 "positions 10, 100, 500 and 1000 of the context");
+  // Beam search draws nothing and streams nothing.
+  for (const char* name : {"--temperature", "--top-k", "--top-p", "--seed", "--timings"})
+    beam->excludes(sub->get_option(name));
   add_threads_option(sub);
   sub->add_option("prompt", args->prompt, "Prompt (none: a new paragraph; -: standard input)");
   sub->callback([args, sub] {

@@ -260,7 +260,8 @@ void bind_text_model(py::module_& m) {
       .def(
           "generate",
           [](const text_model& self, const std::string& prompt, int64_t max_words, double temperature,
-             int64_t top_k, double top_p, uint64_t seed, bool ignore_eos) {
+             int64_t top_k, double top_p, uint64_t seed, bool ignore_eos, int64_t beam, int64_t n_best,
+             double length_penalty) -> py::object {
             generation_options o;
             o.ignore_eos = ignore_eos;
             o.max_words = max_words;
@@ -268,6 +269,9 @@ void bind_text_model(py::module_& m) {
             o.top_k = top_k;
             o.top_p = top_p;
             o.seed = seed;
+            o.beam = beam;
+            o.n_best = n_best;
+            o.length_penalty = length_penalty;
             generation g;
             {
               py::gil_scoped_release release;
@@ -275,16 +279,23 @@ void bind_text_model(py::module_& m) {
             }
             if (!g.unknown.empty())
               user_warning(fmt::format("prompt words read as <unk>: {}", fmt::join(g.unknown, ", ")));
-            return g.text;
+            if (n_best == 0) return py::str(g.text);
+            py::list best;
+            for (const generated_text& t : g.n_best) best.append(py::make_tuple(t.text, t.score));
+            return best;
           },
           "prompt"_a = "", py::kw_only(), "max_words"_a = 100, "temperature"_a = 1.0, "top_k"_a = 0,
-          "top_p"_a = 1.0, "seed"_a = 0, "ignore_eos"_a = false,
+          "top_p"_a = 1.0, "seed"_a = 0, "ignore_eos"_a = false, "beam"_a = 0, "n_best"_a = 0,
+          "length_penalty"_a = 1.0,
           "A language model (task 'lm') continues the prompt: the continuation only, as readable "
           "text, without the prompt and starting with the space that joins it to the prompt, so "
           "that prompt + m.generate(prompt) is the line attn generate prints. temperature 0 is "
           "greedy (at most 100, as --temperature); the same seed "
           "gives the same words. Stops at the end of the paragraph (unless ignore_eos) or after "
-          "max_words tokens.")
+          "max_words tokens. beam=N: beam search instead of sampling (temperature, top_k, top_p "
+          "and seed unused), the best by log-probability / length^length_penalty "
+          "(as attn generate --beam); n_best=K (≤ beam): a list of the K best (text, score) "
+          "pairs instead of one text.")
       .def_property_readonly(
           "history",
           [](const text_model& self) {

@@ -161,6 +161,23 @@ struct generation_options {
   uint64_t seed = 0;         // the same seed, prompt and options give the same words
   bool ignore_eos = false;   // never choose the end token: make max_words tokens (llama.cpp's
                              // --ignore-eos; for timing long generations)
+  // Beam search instead of sampling (temperature, top_k, top_p and seed then unused): the `beam`
+  // most probable continuations are carried together, and the best by log-probability divided
+  // by length^length_penalty comes back (length: the tokens made, and the
+  // end token when chosen). 0: sample, or greedy at temperature 0 (beam 1 with length_penalty 0
+  // is greedy too).
+  int64_t beam = 0;
+  int64_t n_best = 0;            // with beam: also fill generation::n_best with the best n ≤ beam
+  double length_penalty = 1.0;   // α, in [-10, 10]: > 0 favours longer texts, < 0 shorter
+};
+
+// One of beam search's finished continuations.
+struct generated_text {
+  std::vector<std::string> tokens;  // made (the end token not included)
+  std::string text;                 // as generation::text
+  double score = 0;                 // log_probability / length^length_penalty
+  double log_probability = 0;       // natural log, the end token's included when ended
+  bool ended = false;
 };
 
 struct generation {
@@ -171,6 +188,8 @@ struct generation {
   bool ended = false;                // stopped at the end-of-paragraph token
   std::string text;                  // the tokens as readable text (attn/detokenize.hpp); empty
                                      // when streamed
+  std::vector<generated_text> n_best;  // beam search with n_best: the best first (the first is
+                                       // tokens and text above)
 };
 
 struct model_inspection;  // attn/inspection.hpp
@@ -261,7 +280,9 @@ class text_model {
   // model's context, the cache restarts from the latest half of it (learned positions cannot
   // slide). on_text, when given, receives each token's text as it is made, and then tokens
   // and text are not kept (a stream of any length runs in the memory of its context). The
-  // options are checked before on_text is first called. Other tasks: a usage error.
+  // options are checked before on_text is first called. With options.beam, the search ends
+  // before on_text receives the best continuation's pieces (src/decode/beam_search.hpp).
+  // Other tasks: a usage error.
   generation generate(std::string_view prompt, const generation_options& options,
                       const std::function<void(const std::string&)>& on_text = {}) const;
   // The built-in language model: --task lm trained on English Wikipedia (data/NOTICE.md).

@@ -1,7 +1,7 @@
 # Type stubs for attn's compiled core (python/*.cpp), re-exported by attn/__init__.py. Shapes are
 # in the docstrings: B batch, H heads, L queries, S keys, D and Dv head widths, E model width.
 import os
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union, overload
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -101,10 +101,19 @@ class TextModel:
     def save(self, path: _Path) -> None: ...
     def predict(self, text: str, k: int = 5) -> List[Tuple[str, float]]: ...
     def evaluate(self, path: _Path, *, every: int = 7, seed: int = 0) -> Dict[str, Any]: ...
-    def generate(self, prompt: str = "", *, max_words: int = 100, temperature: float = 1.0, top_k: int = 0,
-                 top_p: float = 1.0, seed: int = 0, ignore_eos: bool = False) -> str:
+    # n_best=0 (the default) gives a str, any other a list: mypy calls the overlap unsafe since
+    # Literal[0] is an int too, but the first overload wins for 0, as the module behaves.
+    @overload
+    def generate(self, prompt: str = "", *, max_words: int = 100, temperature: float = 1.0,  # type: ignore[misc]
+                 top_k: int = 0, top_p: float = 1.0, seed: int = 0, ignore_eos: bool = False, beam: int = 0,
+                 n_best: Literal[0] = 0, length_penalty: float = 1.0) -> str:
         """The continuation only, starting with the space that joins it to the prompt:
         prompt + generate(prompt) is the line attn generate prints."""
+    @overload
+    def generate(self, prompt: str = "", *, max_words: int = 100, temperature: float = 1.0, top_k: int = 0,
+                 top_p: float = 1.0, seed: int = 0, ignore_eos: bool = False, beam: int = 0,
+                 n_best: int, length_penalty: float = 1.0) -> List[Tuple[str, float]]:
+        """Beam search's n_best (text, score) pairs, best first."""
     def inspect(self, text: str, top: int = 5) -> Dict[str, Any]:
         """{"tokens", "unknown", "causal", "scale", "mask_position", "layers"}; each layer {"q",
         "k", "v" [H,L,D], "weights" [H,L,L], "predictions"}."""

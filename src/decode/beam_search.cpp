@@ -1,0 +1,143 @@
+#include "decode/beam_search.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <numeric>
+
+#include "decode/length_penalty.hpp"
+
+namespace attn::decode {
+
+void log_probabilities(std::span<const float> scores, banned_tokens banned, std::vector<double>& out) {
+  const size_t v = scores.size();
+  out.assign(v, -std::numeric_limits<double>::infinity());
+  double top = -std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < v; ++i)
+    if (banned.allows(static_cast<int64_t>(i))) top = std::max(top, static_cast<double>(scores[i]));
+  double sum = 0;
+  for (size_t i = 0; i < v; ++i)
+    if (banned.allows(static_cast<int64_t>(i))) sum += std::exp(static_cast<double>(scores[i]) - top);
+  const double log_sum = top + std::log(sum);
+  for (size_t i = 0; i < v; ++i)
+    if (banned.allows(static_cast<int64_t>(i))) out[i] = static_cast<double>(scores[i]) - log_sum;
+}
+
+namespace {
+
+struct live_prefix {
+  hypothesis h;
+  std::unique_ptr<decoder_state> state;
+  std::span<const float> scores;  // of the token after h.tokens
+};
+
+struct extension {
+  double log_probability;  // of the prefix with the token
+  size_t parent;           // index in the beam
+  int64_t token;
+};
+
+// Higher log-probability first; ties to the earlier prefix, then the lower token id, so the
+// beam never depends on how a sort broke a tie.
+bool goes_before(const extension& a, const extension& b) {
+  if (a.log_probability != b.log_probability) return a.log_probability > b.log_probability;
+  if (a.parent != b.parent) return a.parent < b.parent;
+  return a.token < b.token;
+}
+
+}  // namespace
+
+std::vector<hypothesis> beam_search(const autoregressive_model& model, std::span<const int64_t> prompt,
+                                    const beam_options& o) {
+  const auto beam = static_cast<size_t>(o.beam), n_best = static_cast<size_t>(o.n_best);
+  std::vector<hypothesis> finished;
+  std::vector<live_prefix> alive;
+  {
+    live_prefix root;
+    root.state = model.start();
+    root.scores = model.read(*root.state, prompt);
+    alive.push_back(std::move(root));
+  }
+  if (o.max_tokens == 0) return {hypothesis{}};
+  const auto rank_finished = [&] {
+    std::stable_sort(finished.begin(), finished.end(),
+                     [](const hypothesis& a, const hypothesis& b) { return a.score > b.score; });
+    if (finished.size() > n_best) finished.resize(n_best);
+  };
+  std::vector<double> log_p;
+  std::vector<int64_t> order;
+  std::vector<extension> extensions;
+  for (int64_t n = 0; n < o.max_tokens && !alive.empty(); ++n) {
+    const bool last = n + 1 == o.max_tokens;
+    // Each prefix's 2·beam best tokens are all the step can use: at most `beam` extensions
+    // finish (one end token per prefix), so the best 2·beam hold `beam` that go on.
+    extensions.clear();
+    for (size_t i = 0; i < alive.size(); ++i) {
+      log_probabilities(alive[i].scores, o.banned, log_p);
+      order.resize(log_p.size());
+      std::iota(order.begin(), order.end(), int64_t{0});
+      std::erase_if(order, [&](int64_t t) { return !o.banned.allows(t); });
+      const size_t take = std::min(order.size(), 2 * beam);
+      std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(take), order.end(),
+                        [&](int64_t a, int64_t b) {
+                          const double la = log_p[static_cast<size_t>(a)], lb = log_p[static_cast<size_t>(b)];
+                          return la != lb ? la > lb : a < b;
+                        });
+      for (size_t k = 0; k < take; ++k)
+        extensions.push_back({alive[i].h.log_probability + log_p[static_cast<size_t>(order[k])], i, order[k]});
+    }
+    std::sort(extensions.begin(), extensions.end(), goes_before);
+    // The best `beam` extensions that finish are kept; the best `beam` that do not go on.
+    const auto length = n + 1;  // every extension at this step has n + 1 scored tokens
+    std::vector<extension> going_on;
+    for (size_t rank = 0; rank < extensions.size(); ++rank) {
+      const extension& e = extensions[rank];
+      const bool ends = e.token == o.end;
+      if (ends || last) {
+        if (rank >= beam) continue;
+        hypothesis h;
+        h.tokens = alive[e.parent].h.tokens;
+        if (!ends) h.tokens.push_back(e.token);
+        h.log_probability = e.log_probability;
+        h.score = e.log_probability / length_normalizer(length, o.length_penalty);
+        h.ended = ends;
+        finished.push_back(std::move(h));
+      } else if (going_on.size() < beam) {
+        going_on.push_back(e);
+      }
+      if (going_on.size() == beam && rank + 1 >= beam) break;
+    }
+    rank_finished();
+    // Stop when no live prefix can reach the n-best list: its log-probability can only fall,
+    // and the normaliser is monotone in the length, so its best is s / the larger normaliser
+    // of the shortest and the longest lengths still open to it.
+    if (finished.size() == n_best && !going_on.empty()) {
+      const double widest = std::max(length_normalizer(length + 1, o.length_penalty),
+                                     length_normalizer(o.max_tokens, o.length_penalty));
+      const bool hopeless = std::all_of(going_on.begin(), going_on.end(), [&](const extension& e) {
+        return e.log_probability / widest <= finished.back().score;
+      });
+      if (hopeless) break;
+    }
+    // The next beam: a prefix continued k ways is copied k − 1 times and moved once.
+    std::vector<size_t> children(alive.size(), 0);
+    for (const extension& e : going_on) ++children[e.parent];
+    std::vector<live_prefix> next;
+    next.reserve(going_on.size());
+    for (const extension& e : going_on) {
+      live_prefix& parent = alive[e.parent];
+      live_prefix child;
+      child.h.tokens = parent.h.tokens;
+      child.h.tokens.push_back(e.token);
+      child.h.log_probability = e.log_probability;
+      child.state = --children[e.parent] > 0 ? parent.state->copy() : std::move(parent.state);
+      child.scores = model.step(*child.state, e.token);
+      next.push_back(std::move(child));
+    }
+    alive = std::move(next);
+  }
+  return finished;
+}
+
+}  // namespace attn::decode
