@@ -278,10 +278,11 @@ TEST(BeamSearch, LengthPenaltyChoosesBetweenShortAndLong) {
   EXPECT_TRUE(found[0].ended);
   EXPECT_NEAR(found[0].score, std::log(0.5), 1e-6);
   EXPECT_EQ(found[1].tokens, std::vector<int64_t>{1});
-  o.length_penalty = 2;  // "" −0.69 / 1² (its <eos>); "a" −0.80 / 2² = −0.20
+  // α = 1: "" −0.69 / 1 (its <eos>); "a" −0.80 / 2 = −0.40; "a a" −3.79 / 3 = −1.26
+  o.length_penalty = 1;
   found = attn::decode::beam_search(m, std::vector<int64_t>{2}, o);
   EXPECT_EQ(found[0].tokens, std::vector<int64_t>{1});
-  EXPECT_NEAR(found[0].score, (std::log(0.5) + std::log(0.9)) / std::pow(2.0, 2), 1e-6);
+  EXPECT_NEAR(found[0].score, (std::log(0.5) + std::log(0.9)) / 2.0, 1e-6);
   EXPECT_TRUE(found[1].tokens.empty());
 }
 
