@@ -81,7 +81,7 @@ std::vector<subcommand> standard_subcommands() {
       {"eval", "attn eval --model MODEL --data FILE [--every N] [--seed S]", add_eval_command},
       {"generate",
        "attn generate [--model MODEL] [--max-words N] [--temperature T] [--top-k K] [--top-p P] "
-       "[--seed S] [PROMPT]",
+       "[--seed S] [--beam N [--n-best K] [--length-penalty A]] [PROMPT]",
        add_generate_command},
       {"tokenize", "attn tokenize [--model MODEL] [--data FILE | TEXT]", add_tokenize_command},
   };
