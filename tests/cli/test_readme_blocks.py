@@ -64,6 +64,7 @@ NOT_RUN = {
     "epoch 2/3 [": "a terminal's progress bar at one moment of a run (needs a terminal; the bar is "
                    "tested by tests/cli/test_train.py::test_progress_bar_on_a_terminal)",
     "include/attn/": "the source tree's layout, not a command",
+    "rooms, top to bottom:": "docs/LAYOUT.md's picture of who calls whom, not a command",
     "% attn train --task lm --data little_men": "a real run on a Gutenberg book from the shared corpus "
                                                 "(not in the repo; `%` marks its commands); the same "
                                                 "commands on the repo's own text are tested by "
