@@ -81,7 +81,7 @@ std::string text_model::impl::encode() const {
   safetensors_file file;
   for (const nn::parameter<float>* p : m.net.parameters()) {
     // The embedded default vectors are in every attn binary: the model names them instead.
-    if (p == &m.net.trunk.embedding && m.config.embeddings == embedding_source::default_vectors)
+    if (p == &m.net.trunk().embedding && m.config.embeddings == embedding_source::default_vectors)
       continue;
     file.tensors.emplace(p->name, tensor(p->shape, p->value));
   }
@@ -275,7 +275,7 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
   }
   auto m = std::make_unique<impl>(c, std::move(in), std::move(out));
   for (nn::parameter<float>* p : m->net.parameters()) {
-    if (p == &m->net.trunk.embedding && defaults) {
+    if (p == &m->net.trunk().embedding && defaults) {
       for (int64_t i = 0; i < defaults->size(); ++i) {
         auto row = defaults->vector(i);
         std::copy(row.begin(), row.end(), p->value.begin() + i * c.embed_dim);
@@ -320,9 +320,10 @@ prediction text_model::predict(std::string_view text, int64_t k) const {
   m.net.forward(b, cache);
   const auto classes = static_cast<size_t>(m.outputs.size());
   std::vector<double> probs(classes);
-  const double top = *std::max_element(cache.logits.begin(), cache.logits.end());
+  const std::vector<float>& logits = cache.head().logits;
+  const double top = *std::max_element(logits.begin(), logits.end());
   double sum = 0;
-  for (size_t i = 0; i < classes; ++i) sum += probs[i] = std::exp(cache.logits[i] - top);
+  for (size_t i = 0; i < classes; ++i) sum += probs[i] = std::exp(logits[i] - top);
   std::vector<size_t> order(classes);
   std::iota(order.begin(), order.end(), size_t{0});
   // Ties go to the earlier class, so the answer never depends on the sort's whims.
@@ -356,7 +357,7 @@ attention_map text_model::attention(std::string_view text, int64_t layer) const 
   options.causal = m.net.shape().causal;
   tensor weights;
   // That block's heads (the only one, in the seeds' model).
-  const auto& a = m.config.layers == 0 ? cache.attention : cache.blocks[static_cast<size_t>(layer)].attention;
+  const auto& a = m.config.layers == 0 ? cache.trunk().attention : cache.trunk().blocks[static_cast<size_t>(layer)].attention;
   const tensor q = tensor::view(a.q.data(), shape);
   const tensor k = tensor::view(a.k.data(), shape);
   sdpa(q, k, tensor::view(a.v.data(), shape), options, &weights);
@@ -454,10 +455,11 @@ void score_tally::add(const nn::network<float>& net, const nn::batch& b) {
   if (rows == 0) return;
   const int64_t classes = net.shape().classes;
   loss_sum += static_cast<double>(net.forward(b, cache)) * static_cast<double>(rows);
+  const float* logits = cache.head().logits.data();
   int64_t right = 0, top5 = 0;  // (a language model's 4k rows × 16k words)
 #pragma omp parallel for reduction(+ : right, top5) if (rows * classes >= (int64_t{1} << 20))
   for (int64_t r = 0; r < rows; ++r) {
-    const float* z = cache.logits.data() + r * classes;
+    const float* z = logits + r * classes;
     const int64_t target = b.targets[static_cast<size_t>(r)];
     // The target's rank: the classes scored above it, ties before it counted as above (as
     // the argmax picks the first of equal scores). Two plain loops, which the compiler

@@ -64,9 +64,9 @@ TEST(language_model, cached_generation_gives_the_logits_of_the_whole_prefix) {
       b.rows = {{0, n}};
       net.forward(b, cache);  // no dropout seed: evaluation
       float largest = 0;
-      for (float z : cache.logits) largest = std::max(largest, std::abs(z));
+      for (float z : cache.head().logits) largest = std::max(largest, std::abs(z));
       for (int64_t c = 0; c < sh.words; ++c)
-        ASSERT_NEAR(cached[static_cast<size_t>(c)], cache.logits[static_cast<size_t>(c)], 2e-5f * std::max(1.0f, largest))
+        ASSERT_NEAR(cached[static_cast<size_t>(c)], cache.head().logits[static_cast<size_t>(c)], 2e-5f * std::max(1.0f, largest))
             << "width " << sh.width << " length " << n << " class " << c;
       if (sh.cutoffs.empty()) continue;
       double total = 0;
