@@ -59,7 +59,7 @@ contextual_embedding text_model::embed(std::string_view text, token_reading read
   if (layer < -1 || layer >= layers)
     throw_usage(fmt::format("layer {} is out of range: the model has {} layer{} (0 … {})", layer, layers,
                             layers == 1 ? "" : "s", layers - 1));
-  if (reading == token_reading::hidden && m.config.task != text_task::masked_word)
+  if (reading == token_reading::hidden && !kind_of(m.config.task).hides_words)
     throw_usage(fmt::format("the hidden-token reading needs a masked-word model (this one is {})",
                             task_name(m.config.task)));
   const train::model_input in = train::read_input(m, text);
@@ -89,7 +89,7 @@ contextual_embedding text_model::embed(std::string_view text, token_reading read
 
 tensor text_model::embed_as_words(std::string_view text, token_reading reading) const {
   const impl& m = *impl_;
-  if (m.config.task != text_task::masked_word)
+  if (!kind_of(m.config.task).hides_words)
     throw_usage("only a masked-word model maps its readings to the word vectors' space");
   const contextual_embedding e = embed(text, reading);
   const int64_t l = e.embeddings.shape()[0], in = m.config.embed_dim;

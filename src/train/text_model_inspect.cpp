@@ -62,7 +62,7 @@ std::vector<float> output_logits(const text_model::impl& m, const std::vector<fl
 std::vector<std::vector<scored_label>> text_model::read_as_words(std::string_view text, int64_t k,
                                                                  token_reading reading) const {
   const impl& m = *impl_;
-  if (m.config.task != text_task::masked_word)
+  if (!kind_of(m.config.task).hides_words)
     throw_usage(fmt::format("only a masked-word model reads a word's place as output words (this one is {})",
                             task_name(m.config.task)));
   const contextual_embedding e = embed(text, reading);

@@ -16,9 +16,6 @@ namespace attn::train {
 
 namespace {
 
-// A classifier's word window: three tokens (measured on SST-2: docs/TRAINING.md).
-constexpr int64_t default_classify_window = 3;
-
 void fill_uniform(std::vector<float>& v, train::rng& r, double bound) {
   for (float& x : v) x = static_cast<float>(r.uniform(-bound, bound));
 }
@@ -98,7 +95,7 @@ bool uses_default_vectors(const train_options& o) {
 void initialise(nn::network<float>& net, const train_options& o, const word_index& inputs,
                 train::rng& r) {
   const nn::network_shape& s = net.shape();
-  if (o.task == text_task::lm) {
+  if (kind_of(o.task).autoregressive) {  // the language model learns its own table
     initialise_lm_rows(net, o, inputs, r);
   } else if (o.word_vectors != nullptr) {
     double squares = 0;
@@ -130,8 +127,8 @@ void initialise(nn::network<float>& net, const train_options& o, const word_inde
   }
   if (s.layers == 0) initialise_attention(net.trunk().attention, s.embed, s.width, r);
   for (nn::encoder_parameters<float>& l : net.trunk().layers) {
-    if (o.task == text_task::lm) {
-      // As PyTorch's nn.TransformerEncoderLayer starts its attention: Q, K and V as one
+    if (kind_of(o.task).autoregressive) {
+      // The language model, as PyTorch's nn.TransformerEncoderLayer starts its attention: Q, K and V as one
       // xavier-uniform [3E, E] matrix, out_proj as nn.Linear (U(±1/√E)).
       const double in_proj = std::sqrt(6.0 / static_cast<double>(4 * s.width));
       fill_uniform(l.attention.wq.value, r, in_proj);
@@ -186,7 +183,7 @@ text_model_config model_config(const train_options& o) {
   c.pool = o.pool;
   c.hidden = o.hidden > 0 ? o.hidden : c.dim;
   c.dropout = o.dropout;
-  c.window = o.window >= 0 ? o.window : o.task == text_task::classify ? default_classify_window : 0;
+  c.window = o.window >= 0 ? o.window : kind_of(o.task).default_window;
   return c;
 }
 
@@ -212,14 +209,14 @@ std::string training_record(const train_options& o, int64_t epochs) {
                       {"clip", o.clip}, {"warmup", o.warmup}, {"dropout", o.dropout},
                       {"min_count", o.min_count}, {"patience", o.patience},
                       {"vectors", o.word_vectors != nullptr ? o.word_vectors->source() : ""}};
-  if (o.task == text_task::lm) {
+  if (kind_of(o.task).autoregressive) {
     j["vocab"] = o.vocab;
     j["context"] = o.context;
     j["max_tokens"] = o.max_tokens;
     j["time"] = o.time_limit;
     j["layers"] = o.layers;
   }
-  if (o.task == text_task::masked_word) {
+  if (kind_of(o.task).hides_words) {
     j["mask_share"] = o.mask_share;
     if (o.time_limit > 0) j["time"] = o.time_limit;  // absent before masked-word took --time
     j["max_length"] = o.max_length;
