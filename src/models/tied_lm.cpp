@@ -5,7 +5,7 @@ namespace attn::models {
 template <class T>
 tied_lm<T>::tied_lm(const nn::network_shape& s, std::vector<int64_t> output_rows,
                     std::vector<int64_t> output_cutoffs)
-    : trunk(s), pool(s), output(s, std::move(output_rows), std::move(output_cutoffs)) {}
+    : trunk(s), pool(s), output(s, std::move(output_rows), std::move(output_cutoffs)), shape_(s) {}
 
 template <class T>
 void tied_lm<T>::append_parameters(std::vector<nn::parameter<T>*>& all) {

@@ -43,9 +43,14 @@ class tied_lm {
   // embedding rows included).
   void backward(const nn::batch& b, const tied_lm_cache<T>& cache);
 
+  const nn::network_shape& shape() const { return shape_; }
+
   models::trunk<T> trunk;  // (qualified: the member takes the type's name)
   pooling<T> pool;
   tied_output<T> output;
+
+ private:
+  nn::network_shape shape_;
 };
 
 }  // namespace attn::models
