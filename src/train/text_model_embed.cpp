@@ -89,12 +89,12 @@ contextual_embedding text_model::embed(std::string_view text, token_reading read
 
 tensor text_model::embed_as_words(std::string_view text, token_reading reading) const {
   const impl& m = *impl_;
-  if (!kind_of(m.config.task).hides_words)
-    throw_usage("only a masked-word model maps its readings to the word vectors' space");
+  const auto* masked = m.net.as<models::masked_lm<float>>();  // the model answers, or none does
+  if (masked == nullptr) throw_usage("only a masked-word model maps its readings to the word vectors' space");
   const contextual_embedding e = embed(text, reading);
   const int64_t l = e.embeddings.shape()[0], in = m.config.embed_dim;
   const std::vector<float> y(e.embeddings.values().begin(), e.embeddings.values().end());
-  return tensor({l, in}, m.net.output().transform(y.data(), l));
+  return tensor({l, in}, masked->output.transform(y.data(), l));
 }
 
 namespace {

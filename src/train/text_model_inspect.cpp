@@ -62,13 +62,15 @@ std::vector<float> output_logits(const text_model::impl& m, const std::vector<fl
 std::vector<std::vector<scored_label>> text_model::read_as_words(std::string_view text, int64_t k,
                                                                  token_reading reading) const {
   const impl& m = *impl_;
-  if (!kind_of(m.config.task).hides_words)
+  const auto* masked = m.net.as<models::masked_lm<float>>();  // the model answers, or none does
+  if (masked == nullptr)
     throw_usage(fmt::format("only a masked-word model reads a word's place as output words (this one is {})",
                             task_name(m.config.task)));
   const contextual_embedding e = embed(text, reading);
   const int64_t l = e.embeddings.shape()[0];
   const std::vector<float> y(e.embeddings.values().begin(), e.embeddings.values().end());
-  return top_words(output_logits(m, m.net.output().table(m.net.trunk()), y.data(), l), l, m.net.shape().classes, m.outputs, k);
+  return top_words(masked->output.scores(y.data(), l, masked->output.table(masked->trunk)), l,
+                   m.net.shape().classes, m.outputs, k);
 }
 
 model_inspection text_model::inspect(std::string_view text, int64_t top) const {
