@@ -73,7 +73,7 @@ std::string single_sentence(const std::string& format, const embed_args& args, c
 void run_model(const embed_args& args, const std::string& format, const sentence_choice& sentence) {
   const text_model model = text_model::load(args.model_path);
   const token_reading reading = args.hide_token ? token_reading::hidden : token_reading::visible;
-  if (reading == token_reading::hidden && model.config().task != text_task::masked_word)
+  if (reading == token_reading::hidden && !kind_of(model.config().task).hides_words)
     throw_usage(fmt::format("--hide-token reads each place with its word masked: the model {} is "
                             "{}, not masked-word", args.model_path, task_name(model.config().task)));
   const int64_t layers = attention_layers(model.config());
@@ -95,7 +95,7 @@ void run_model(const embed_args& args, const std::string& format, const sentence
                               "leave unknown tokens out",
                               e.unknown.front(), args.model_path));
     warn(fmt::format("{}, not known to the model: {}",
-                     model.config().task == text_task::lm ? "read as <unk>" : "left out of attention",
+                     kind_of(model.config().task).reads_unknown ? "read as <unk>" : "left out of attention",
                      fmt::join(e.unknown, " ")));
   }
   const int64_t dim = model.config().dim;

@@ -22,7 +22,7 @@ struct eval_args {
 
 void run(const eval_args& args) {
   const text_model model = text_model::load(args.model);
-  const bool masked = model.config().task == text_task::masked_word;
+  const bool masked = kind_of(model.config().task).hides_words;
   if (!masked && args.every_given)
     throw_usage(fmt::format("--every and --seed are for a masked-word model (the model {} is {})",
                             args.model, task_name(model.config().task)));
@@ -31,13 +31,13 @@ void run(const eval_args& args) {
   if (masked && e.unknown_words > 0)
     warn(fmt::format("{}: {} words without an embedding, left out of their sentences", args.data,
                      e.unknown_words));
-  if (!masked && task != text_task::lm) {
+  if (!masked && !kind_of(task).autoregressive) {
     if (e.unknown_words > 0) warn(fmt::format("{}: {} words without an embedding", args.data, e.unknown_words));
     if (e.skipped > 0)
       warn(fmt::format("{}: {} of {} {} could not be scored (nothing known to predict from, or a "
                        "{} the model cannot output) and count as wrong",
-                       args.data, e.skipped, e.n, task == text_task::classify ? "lines" : "next words",
-                       task == text_task::classify ? "label" : "word"));
+                       args.data, e.skipped, e.n, kind_of(task).labelled ? "lines" : "next words",
+                       kind_of(task).labelled ? "label" : "word"));
   }
   // One JSON line, the fields attn::evaluation_fields names (Python's evaluate() gives the same).
   nlohmann::json j = nlohmann::json::object();

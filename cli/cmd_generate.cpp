@@ -52,7 +52,7 @@ const CLI::Validator length_penalty_range(
 
 void run(const generate_args& args) {
   const text_model model = text_model::load(args.model);
-  if (model.config().task != text_task::lm)
+  if (!kind_of(model.config().task).autoregressive)
     throw_usage(fmt::format("{}: a {} model cannot generate text; give a language model (attn "
                             "train --task lm, or --model builtin-lm)",
                             args.model, task_name(model.config().task)));

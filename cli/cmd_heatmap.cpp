@@ -71,7 +71,7 @@ heatmap_page model_page(const heatmap_args& args, std::optional<int> head, bool 
   model_inspection x = model.inspect(text, for_page ? 5 : 0);
   warn_when_cut(model, text);
   // A language model reads a word it does not know as <unk>; the others leave it out.
-  const bool as_unk = model.config().task == text_task::lm;
+  const bool as_unk = kind_of(model.config().task).reads_unknown;
   if (!x.unknown.empty())
     warn(fmt::format("{}, not known to the model: {}", as_unk ? "read as <unk>" : "left out of attention",
                      fmt::join(x.unknown, " ")));
@@ -109,7 +109,7 @@ heatmap_page model_page(const heatmap_args& args, std::optional<int> head, bool 
   page.notes.push_back(fmt::format(
       "Model: {} ({} task, {} head{} of {} dimensions, scale 1/√{}{})", args.model_path,
       task_name(c.task), heads, heads == 1 ? "" : "s", c.dim / heads, c.dim / heads,
-      c.task == text_task::next_word || c.task == text_task::lm
+      kind_of(c.task).causal
           ? "; causal: each token sees only itself and those before"
           : ""));
   if (layers > 1) page.notes.push_back(fmt::format("Layers: {}, first to last", layers));

@@ -160,13 +160,13 @@ void run_model(const neighbors_args& args) {
 
   std::string out = fmt::format("\"{}\" in: {}\n", word, fmt::join(e.tokens, " "));
   if (!e.unknown.empty())
-    out += fmt::format("{} (not known to the model): {}\n", c.task == text_task::lm ? "read as <unk>" : "left out",
+    out += fmt::format("{} (not known to the model): {}\n", kind_of(c.task).reads_unknown ? "read as <unk>" : "left out",
                        fmt::join(e.unknown, " "));
   out += fmt::format(
       "model: {} ({}, {} head{}, {} dims{}); alone: each of its {} words as a one-token text; "
       "cosine similarity\n\n",
       args.model_path, task_name(c.task), c.heads, c.heads == 1 ? "" : "s", d,
-      c.task == text_task::next_word ? ", causal" : "", alone.size());
+      kind_of(c.task).every_prefix ? ", causal" : "", alone.size());  // (said of next-word models only)
   out += neighbours_and_moves(w, alone, args.top, e.tokens, [&](size_t t) {
     return alone.vector(*alone.find(e.tokens[t]));
   }, "word alone");
@@ -269,10 +269,10 @@ void run(const neighbors_args& args) {
     return;
   }
   const text_model model = text_model::load(args.model_path);
-  if (args.hide_token && model.config().task != text_task::masked_word)
+  if (args.hide_token && !kind_of(model.config().task).hides_words)
     throw_usage(fmt::format("--hide-token reads the word's place with the word masked: the model {} "
                             "is {}, not masked-word", args.model_path, task_name(model.config().task)));
-  if (model.config().task == text_task::masked_word)
+  if (kind_of(model.config().task).hides_words)
     run_context_model(args, model);
   else
     run_model(args);

@@ -22,11 +22,11 @@ struct tokenize_args {
 };
 
 std::string line_of_tokens(const text_model& model, const std::string& paragraph) {
-  const bool lm = model.config().task == text_task::lm;
+  const bool eos = kind_of(model.config().task).reads_unknown;
   std::string out;
   for (const std::string& t : tokenize(paragraph))
     out += (out.empty() ? "" : " ") + (model.knows(t) ? t : std::string("<unk>"));
-  if (lm) out += out.empty() ? "<eos>" : " <eos>";
+  if (eos) out += out.empty() ? "<eos>" : " <eos>";
   return out + "\n";
 }
 

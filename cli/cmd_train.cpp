@@ -75,8 +75,8 @@ void run(const train_args& args, const train_hooks& hooks, const CLI::App& comma
   if (!args.plot.empty() && !has_extension(args.plot, ".svg"))
     throw error(error_kind::usage, args.plot, "cannot tell the format from the extension", "--plot takes a .svg file");
   const text_task task = parse_task(args.task, "--task");
-  const bool lm = task == text_task::lm;
-  const bool streamed = lm || task == text_task::masked_word;  // the corpus trainer's tasks
+  const bool lm = kind_of(task).autoregressive;  // the language model: scored by perplexity
+  const bool streamed = kind_of(task).streamed;  // the corpus trainer's tasks
   const train_flags& flags = *args.flags;
   // The task's defaults (attn/train.hpp), and on top the options the command line set.
   train_options o = task_defaults(task);
@@ -204,14 +204,13 @@ void run(const train_args& args, const train_hooks& hooks, const CLI::App& comma
                        c.new_words);
   else if (defaults)
     rows = c.new_words > 0 ? fmt::format(", frozen, {} new words learned", c.new_words) : ", frozen";
-  const std::string head = c.task == text_task::lm ? std::string("tied output (the input rows score the next token)")
-                           : c.task == text_task::masked_word
-                               ? std::string("tied output (scored against the word vectors)")
-                               : fmt::format("{} pooling, hidden {}", pooling_name(c.pool), c.hidden);
+  const task_kind& kind = kind_of(c.task);
+  const std::string head = *kind.tied_head != '\0' ? std::string(kind.tied_head)
+                                                   : fmt::format("{} pooling, hidden {}", pooling_name(c.pool), c.hidden);
   fmt::print(stderr, "saved {}: {} {}, {} embeddings ({} words, {} dims{}), {}{}, {} heads, dim {}, "
                      "{}{}\n",
              args.output, result.model.outputs().size(),
-             c.task == text_task::classify ? "labels" : "output words",
+             kind.labelled ? "labels" : "output words",
              defaults ? "default GloVe" : c.embeddings_trained ? "trained" : "stored",
              result.model.input_vocabulary(), c.embed_dim, rows,
              c.window > 0 ? fmt::format("a word window of {}, ", c.window) : std::string(),

@@ -59,7 +59,7 @@ int64_t layer_index(const text_model& m, const std::optional<int64_t>& layer) {
 contextual_embedding embed_text(const text_model& m, const std::string& text, bool strict,
                                 token_reading reading = token_reading::visible,
                                 const std::optional<int64_t>& layer = std::nullopt) {
-  if (reading == token_reading::hidden && m.config().task != text_task::masked_word)
+  if (reading == token_reading::hidden && !kind_of(m.config().task).hides_words)
     throw_usage(fmt::format("hide_token reads each place with its word masked: this model is {}, "
                             "not masked-word", task_name(m.config().task)));
   const int64_t at = layer_index(m, layer);
@@ -124,7 +124,7 @@ py::object embed_many(const text_model& m, const std::vector<std::string>& texts
   if (normalize && !pool) throw_usage("normalize scales sentence vectors: give pool='mean' (or max, cls, last)");
   const sentence_pool how = parse_sentence_pool(pool.value_or("mean"));  // checked before the work
   const token_reading reading = hide_token ? token_reading::hidden : token_reading::visible;
-  if (reading == token_reading::hidden && m.config().task != text_task::masked_word)
+  if (reading == token_reading::hidden && !kind_of(m.config().task).hides_words)
     throw_usage(fmt::format("hide_token reads each place with its word masked: this model is {}, "
                             "not masked-word", task_name(m.config().task)));
   const int64_t at = layer_index(m, layer);

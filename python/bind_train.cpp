@@ -138,7 +138,7 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
     set_option(o, *row, value);
     given.push_back(name);
   }
-  const bool lm = task == text_task::lm;
+  const bool lm = kind_of(task).autoregressive;  // the language model: scored by perplexity
   const bool checkpointed = find_train_option("checkpoint")->tasks.has(task);
   check_task_options(o, given, option_spelling::python);
   // Checkpoints, as the CLI keeps them: beside the output unless named; none without either.

@@ -26,7 +26,7 @@ py::tuple embed_with_model(const std::string& text, const py::object& model, boo
 // held-out text scores none (its report holds zeros); the other tasks score the training lines
 // then. score_or_none: the value, or None where there was no score.
 inline bool epoch_scored(const train_epoch_report& r, text_task task) {
-  return r.on_validation || (task != text_task::lm && task != text_task::masked_word);
+  return r.on_validation || !kind_of(task).streamed;
 }
 inline py::object score_or_none(bool scored, double value) { return scored ? py::object(py::float_(value)) : py::none(); }
 

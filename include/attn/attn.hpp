@@ -18,6 +18,7 @@
 #include "attn/npy.hpp"
 #include "attn/safetensors.hpp"
 #include "attn/scale.hpp"
+#include "attn/task_kind.hpp"
 #include "attn/sdpa.hpp"
 #include "attn/sdpa_backward.hpp"
 #include "attn/self_attention.hpp"

@@ -18,21 +18,11 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/task_kind.hpp"
 #include "attn/tensor.hpp"
 #include "attn/vectors.hpp"
 
 namespace attn {
-
-enum class text_task {
-  next_word,  // each prefix of a line predicts the line's next word
-  classify,   // "label<TAB>text" lines
-  masked_word,  // plain text: hidden words predicted from the words on both sides, scored
-                // against the word-vector table itself (no labels; a context model)
-  lm,  // a language model: plain text as one stream of paragraphs, every position of a
-       // causal window predicting the token after it (unknown and end-of-paragraph tokens
-       // included), through the input table (tied output)
-};
-std::string task_name(text_task task);  // "next-word", "classify", "masked-word", "lm"
 
 // Where the input embeddings come from.
 enum class embedding_source {

@@ -4,17 +4,16 @@
 #include <vector>
 
 #include "attn/error.hpp"
-#include "nn/causal_decoder.hpp"
 
 namespace attn::decode {
 
 namespace {
 
 struct causal_lm_state final : decoder_state {
-  explicit causal_lm_state(const nn::network<float>& net) : decoder(net) {}
+  explicit causal_lm_state(const models::causal_lm<float>& lm) : decoder(lm) {}
   std::unique_ptr<decoder_state> copy() const override { return std::make_unique<causal_lm_state>(*this); }
 
-  nn::causal_decoder decoder;
+  models::causal_lm_decoder decoder;
   // The tokens read, at least the latest `capacity` of them (a restart re-reads half of those);
   // trimmed once it holds twice that, so memory stays flat however long the text.
   std::vector<int64_t> recent;
@@ -22,11 +21,15 @@ struct causal_lm_state final : decoder_state {
 
 }  // namespace
 
-causal_lm_decoding::causal_lm_decoding(const nn::network<float>& net) : net_(net) {}
+causal_lm_decoding::causal_lm_decoding(const nn::network<float>& net)
+    : net_(net), lm_(net.as<models::causal_lm<float>>()) {}
 
 int64_t causal_lm_decoding::vocabulary() const { return net_.shape().classes; }
 
-std::unique_ptr<decoder_state> causal_lm_decoding::start() const { return std::make_unique<causal_lm_state>(net_); }
+std::unique_ptr<decoder_state> causal_lm_decoding::start() const {
+  if (lm_ == nullptr) throw_usage("generation needs a language model (train one with --task lm)");
+  return std::make_unique<causal_lm_state>(*lm_);
+}
 
 std::span<const float> causal_lm_decoding::read(decoder_state& state, std::span<const int64_t> tokens) const {
   auto& s = static_cast<causal_lm_state&>(state);

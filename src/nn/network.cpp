@@ -1,21 +1,47 @@
-// The text model's forward and backward: its pieces one after the other (see network.hpp).
+// The text model's model chosen by its shape, and the calls passed on to it (see network.hpp).
 #include "nn/network.hpp"
 
+#include <type_traits>
+
 namespace attn::nn {
+
+namespace {
+
+template <class T>
+std::variant<models::classifier<T>, models::masked_lm<T>, models::causal_lm<T>> model_for(
+    const network_shape& s, std::vector<int64_t> rows, std::vector<int64_t> cutoffs) {
+  if (!s.tied_output) return models::classifier<T>(s);
+  if (s.causal) return models::causal_lm<T>(s, std::move(rows), std::move(cutoffs));
+  return models::masked_lm<T>(s, std::move(rows), std::move(cutoffs));
+}
+
+}  // namespace
 
 template <class T>
 network<T>::network(const network_shape& s, std::vector<int64_t> output_rows,
                     std::vector<int64_t> output_cutoffs)
-    : trunk(s), pool(s), head(s), output(s, std::move(output_rows), std::move(output_cutoffs)),
-      shape_(s) {}
+    : shape_(s), model_(model_for<T>(s, std::move(output_rows), std::move(output_cutoffs))) {}
+
+template <class T>
+models::tied_lm<T>& network<T>::words() {
+  if (auto* m = std::get_if<models::causal_lm<T>>(&model_)) return *m;
+  return std::get<models::masked_lm<T>>(model_);
+}
+
+template <class T>
+const models::tied_lm<T>& network<T>::words() const {
+  return const_cast<network*>(this)->words();
+}
+
+template <class T>
+void network<T>::set_output_bf16(bool on) {
+  if (shape_.tied_output) output().set_bf16(on);
+}
 
 template <class T>
 std::vector<parameter<T>*> network<T>::parameters() {
   std::vector<parameter<T>*> all;
-  trunk.append_parameters(all);
-  pool.append_parameters(all);
-  if (shape_.tied_output) output.append_parameters(all);
-  else head.append_parameters(all);
+  std::visit([&](auto& m) { m.append_parameters(all); }, model_);
   return all;
 }
 
@@ -34,29 +60,26 @@ void network<T>::zero_grad() {
 
 template <class T>
 T network<T>::forward(const batch& b, network_cache<T>& c, uint64_t dropout_seed) const {
-  trunk.forward(b, c, dropout_seed);
-  // A batch with no rows asks for the token vectors y alone (embed): no pooling and no output
-  // head, whose tied table gather alone is classes × embed floats a forward.
-  if (b.rows.empty()) {
-    c.logits.clear();
-    c.row_lse.clear();
-    return T(0);
-  }
-  pool.forward(b, c.y.data(), c, dropout_seed);
-  c.output_fused = false;
-  if (shape_.tied_output) return output.forward(b, c.pooled.data(), trunk, c, dropout_seed);
-  return head.forward(b, c.pooled.data(), c);
+  return std::visit(
+      [&](const auto& m) -> T {
+        if constexpr (std::is_same_v<std::decay_t<decltype(m)>, models::classifier<T>>)
+          return m.forward(b, c.classifier(), dropout_seed);
+        else
+          return m.forward(b, c.words(), dropout_seed);
+      },
+      model_);
 }
 
 template <class T>
 void network<T>::backward(const batch& b, const network_cache<T>& c) {
-  std::vector<int64_t> table_rows, new_rows;  // embedding rows given a gradient
-  std::vector<T> dpooled = shape_.tied_output
-                               ? output.backward(b, c.pooled.data(), trunk, c, table_rows, new_rows)
-                               : head.backward(b, c.pooled.data(), c);
-  std::vector<T> dy(c.y.size(), T(0));
-  pool.backward(b, c.y.data(), c, std::move(dpooled), dy.data());
-  trunk.backward(b, c, std::move(dy), table_rows, new_rows);
+  std::visit(
+      [&](auto& m) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(m)>, models::classifier<T>>)
+          m.backward(b, c.classifier());
+        else
+          m.backward(b, c.words());
+      },
+      model_);
 }
 
 template class network<float>;

@@ -17,7 +17,7 @@ inline constexpr int64_t chunk_sequences = 4096;  // shuffled together; the memo
 inline constexpr int64_t valid_every = 20;        // sequence i is held out when i % 20 == 0 …
 inline constexpr int64_t max_valid = 2000;        // … among the first 20 × 2000
 
-inline bool is_lm(const train_options& o) { return o.task == text_task::lm; }
+inline bool is_lm(const train_options& o) { return kind_of(o.task).autoregressive; }
 
 // Whether sequence i is held out (every valid_every-th, among the first valid_every × max_valid).
 bool held_out(int64_t sequence, bool validating);

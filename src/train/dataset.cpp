@@ -22,7 +22,7 @@ std::vector<text_example> read_examples(const std::string& path, text_task task)
     text_example ex;
     ex.line = number;
     std::string_view text = line;
-    if (task == text_task::classify) {
+    if (kind_of(task).labelled) {
       const size_t tab = line.find('\t');
       if (tab == std::string::npos)
         throw_input(path, "expected 'label<TAB>text' (no tab)", fmt::format("line {}", number));
@@ -66,7 +66,12 @@ int64_t encoded_example::predictions() const {
                        [](int64_t o) { return o >= 0; });
 }
 
-encoded_example encode_example(const text_example& example, text_task task,
+line_targets line_targets_of(text_task task) {
+  const task_kind& kind = kind_of(task);
+  return kind.labelled ? line_targets::label : kind.every_prefix ? line_targets::next_words : line_targets::none;
+}
+
+encoded_example encode_example(const text_example& example, line_targets targets,
                                const word_index& inputs, const word_index& outputs,
                                int64_t max_positions, data_summary& summary) {
   encoded_example e;
@@ -82,20 +87,20 @@ encoded_example encode_example(const text_example& example, text_task task,
       continue;
     }
     e.inputs.push_back(id);
-    if (task == text_task::next_word) e.outputs.push_back(outputs.find(token));
+    if (targets == line_targets::next_words) e.outputs.push_back(outputs.find(token));
   }
   if (max_positions > 0 && static_cast<int64_t>(e.inputs.size()) > max_positions) {
     const auto drop = static_cast<std::ptrdiff_t>(e.inputs.size()) - max_positions;
     e.inputs.erase(e.inputs.begin(), e.inputs.begin() + drop);
     if (!e.outputs.empty()) e.outputs.erase(e.outputs.begin(), e.outputs.begin() + drop);
   }
-  if (task == text_task::classify) e.label = outputs.find(example.label);
+  if (targets == line_targets::label) e.label = outputs.find(example.label);
   summary.tokens += static_cast<int64_t>(e.inputs.size());
   if (e.predictions() == 0) ++summary.skipped_lines;
   return e;
 }
 
-nn::batch make_batch(const std::vector<const encoded_example*>& examples, text_task task) {
+nn::batch make_batch(const std::vector<const encoded_example*>& examples, line_targets targets) {
   nn::batch b;
   b.size = static_cast<int64_t>(examples.size());
   for (const encoded_example* e : examples)
@@ -106,7 +111,8 @@ nn::batch make_batch(const std::vector<const encoded_example*>& examples, text_t
     const auto len = static_cast<int64_t>(e.inputs.size());
     b.lengths.push_back(len);
     std::copy(e.inputs.begin(), e.inputs.end(), b.ids.begin() + i * b.length);
-    if (task == text_task::classify) {
+    if (targets == line_targets::none) continue;
+    if (targets == line_targets::label) {
       if (len > 0 && e.label >= 0) {
         b.rows.push_back({i, len});
         b.targets.push_back(e.label);

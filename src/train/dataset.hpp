@@ -48,12 +48,26 @@ struct encoded_example {
   int64_t predictions() const;   // rows this example contributes to a batch
 };
 
+// What a line predicts: its label (classify), each next word (next-word), or nothing (a text a
+// trained model reads: its inputs alone, no row scored).
+enum class line_targets { label, next_words, none };
+line_targets line_targets_of(text_task task);
+
 // Unknown words are left out and counted in summary. With max_positions > 0 only the last
 // max_positions known tokens are kept (the learned positions go no further).
-encoded_example encode_example(const text_example& example, text_task task,
+encoded_example encode_example(const text_example& example, line_targets targets,
                                const word_index& inputs, const word_index& outputs,
                                int64_t max_positions, data_summary& summary);
+inline encoded_example encode_example(const text_example& example, text_task task,
+                                      const word_index& inputs, const word_index& outputs,
+                                      int64_t max_positions, data_summary& summary) {
+  return encode_example(example, line_targets_of(task), inputs, outputs, max_positions, summary);
+}
 
-nn::batch make_batch(const std::vector<const encoded_example*>& examples, text_task task);
+// One row per line (its label) or per prefix (the next word after it); none: no row.
+nn::batch make_batch(const std::vector<const encoded_example*>& examples, line_targets targets);
+inline nn::batch make_batch(const std::vector<const encoded_example*>& examples, text_task task) {
+  return make_batch(examples, line_targets_of(task));
+}
 
 }  // namespace attn::train

@@ -96,16 +96,6 @@ train_epoch_report epoch_from_json(const nlohmann::json& j, int64_t epochs, bool
   return r;
 }
 
-// The words a refused checkpoint's message names for each task.
-const char* task_training(text_task task) {
-  switch (task) {
-    case text_task::lm: return "a language-model";
-    case text_task::masked_word: return "a masked-word";
-    case text_task::classify: return "a classify";
-    case text_task::next_word: return "a next-word";
-  }
-  return "a";
-}
 
 }  // namespace
 
@@ -140,15 +130,7 @@ std::string new_run_id() {
   return fmt::format("{:08x}{:08x}", device(), device());
 }
 
-std::string checkpoint_format(text_task task) {
-  switch (task) {
-    case text_task::lm: return "attn-lm-training/1";
-    case text_task::masked_word: return "attn-masked-word-training/1";
-    case text_task::classify: return "attn-classify-training/1";
-    case text_task::next_word: return "attn-next-word-training/1";
-  }
-  return "";
-}
+std::string checkpoint_format(text_task task) { return kind_of(task).checkpoint_format; }
 
 void save_checkpoint(const checkpoint_identity& id, const progress& p, const source_place& place,
                      const std::vector<train_epoch_report>& epochs,
@@ -192,7 +174,7 @@ progress load_checkpoint(checkpoint_identity& id, text_task task, source_place& 
   const checkpoint c = checkpoint::load(id.path);
   const header_reader h(id.path, "checkpoint field");
   if (h.text(c.header, "format") != id.format)
-    throw_input(id.path, fmt::format("not {} training checkpoint", task_training(task)));
+    throw_input(id.path, fmt::format("not {} training checkpoint", kind_of(task).training));
   if (h.text(c.header, "options") != id.fingerprint)
     throw_input(id.path, "the checkpoint was made with other data or options (resume with the same command)");
   id.run = h.text(c.header, "run");  // the run goes on: its checkpoint stays its own

@@ -58,14 +58,14 @@ model_input read_lm_input(const text_model::impl& m, std::string_view text) {
 }
 
 model_input read_input(const text_model::impl& m, std::string_view text) {
-  if (m.config.task == text_task::lm) return read_lm_input(m, text);
+  if (kind_of(m.config.task).autoregressive) return read_lm_input(m, text);
   model_input in;
   text_example example;
-  const bool masked = m.config.task == text_task::masked_word;
+  const bool masked = kind_of(m.config.task).hides_words;
   example.tokens = masked ? tokenize_with_masks(text) : tokenize(text);
   data_summary summary;
-  // Only the inputs matter here: the example is encoded as a sentence to classify.
-  in.encoded = encode_example(example, text_task::classify, m.inputs, m.outputs,
+  // Only the inputs matter here.
+  in.encoded = encode_example(example, line_targets::none, m.inputs, m.outputs,
                               m.config.max_positions, summary);
   for (const std::string& t : example.tokens)
     (m.inputs.find(t) < 0 ? in.unknown : in.tokens).push_back(t);
@@ -74,7 +74,7 @@ model_input read_input(const text_model::impl& m, std::string_view text) {
   in.tokens.erase(in.tokens.begin(),
                   in.tokens.end() - static_cast<std::ptrdiff_t>(in.encoded.inputs.size()));
   if (in.encoded.inputs.empty()) throw_usage("no word of the text is known to the model");
-  in.batch = make_batch({&in.encoded}, text_task::classify);
+  in.batch = make_batch({&in.encoded}, line_targets::none);
   in.batch.rows = {{0, in.batch.length}};
   in.batch.targets.clear();
   if (masked) {  // the row is the first hidden place (or the last token: only y is read then)

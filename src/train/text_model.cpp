@@ -37,16 +37,6 @@ std::string embedding_name(embedding_source s) {
 
 }  // namespace
 
-std::string task_name(text_task task) {
-  switch (task) {
-    case text_task::next_word: return "next-word";
-    case text_task::classify: return "classify";
-    case text_task::masked_word: return "masked-word";
-    case text_task::lm: return "lm";
-  }
-  return "next-word";
-}
-
 namespace {
 
 // A masked-word model's output words score against their own embedding rows, so the network
@@ -54,7 +44,7 @@ namespace {
 std::vector<int64_t> output_rows(const text_model_config& c, const train::word_index& inputs,
                                  const train::word_index& outputs) {
   std::vector<int64_t> rows;
-  if (c.task == text_task::masked_word || c.task == text_task::lm)
+  if (kind_of(c.task).word_output)
     for (const std::string& w : outputs.words()) rows.push_back(inputs.find(w));
   return rows;
 }
@@ -81,7 +71,7 @@ std::string text_model::impl::encode() const {
   safetensors_file file;
   for (const nn::parameter<float>* p : m.net.parameters()) {
     // The embedded default vectors are in every attn binary: the model names them instead.
-    if (p == &m.net.trunk.embedding && m.config.embeddings == embedding_source::default_vectors)
+    if (p == &m.net.trunk().embedding && m.config.embeddings == embedding_source::default_vectors)
       continue;
     file.tensors.emplace(p->name, tensor(p->shape, p->value));
   }
@@ -148,11 +138,10 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
     const nlohmann::json j = f.parse(meta("config"), "config");
     if (!j.is_object()) f.fail("config", "must be a JSON object");
     const std::string task = f.text(j, "task");
-    if (task != "next-word" && task != "classify" && task != "masked-word" && task != "lm")
+    const task_kind* kind = task_named(task);
+    if (kind == nullptr)
       f.fail("task", fmt::format("is '{}', expected next-word, classify, masked-word or lm", task));
-    c.task = task == "classify" ? text_task::classify
-             : task == "masked-word" ? text_task::masked_word
-             : task == "lm" ? text_task::lm : text_task::next_word;
+    c.task = kind->task;
     const std::string emb = f.text(j, "embeddings");
     if (emb != "default" && emb != "stored")
       f.fail("embeddings", fmt::format("is '{}', expected default or stored", emb));
@@ -203,7 +192,7 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
     if (c.dim % c.heads != 0) f.fail("heads", fmt::format("is {}, which does not divide dim {}", c.heads, c.dim));
     f.range("hidden", d(c.hidden), 1, limit);
     // A language model reads its last max_positions tokens: it has no context without them.
-    f.range("max_positions", d(c.max_positions), c.task == text_task::lm ? 1 : 0, limit);
+    f.range("max_positions", d(c.max_positions), kind_of(c.task).autoregressive ? 1 : 0, limit);
     f.range("layers", d(c.layers), 0, 64);
     f.range("feedforward", d(c.feedforward), c.layers > 0 ? 1 : 0, limit);
     if (c.layers > 0 && c.dim != c.embed_dim)
@@ -213,7 +202,7 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
     f.range("new_words", d(c.new_words), d(new_words.size()), d(new_words.size()));
     if (outputs.empty()) throw_input(source, "bad model metadata: 'outputs' is empty");
     // A masked-word or language model scores its output words against their embedding rows.
-    if ((c.task == text_task::masked_word || c.task == text_task::lm) && c.hidden != c.embed_dim)
+    if (kind_of(c.task).word_output && c.hidden != c.embed_dim)
       f.fail("hidden", fmt::format("is {}, but a {} model's hidden width must be its embedding width {}",
                                    c.hidden, task_name(c.task), c.embed_dim));
     // Every matrix the sizes make is stored in the file (bar the default vectors), so sizes whose
@@ -235,11 +224,11 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
     fits("feedforward", c.feedforward, d(c.layers) * 2 * d(c.feedforward) * e, "feed-forward weights");
     fits("max_positions", c.max_positions, d(c.max_positions) * in, "a position table");
     fits("window", c.window, d(c.window) * in * in, "word-window weights");
-    const bool tied = c.task == text_task::masked_word || c.task == text_task::lm;
+    const bool tied = kind_of(c.task).word_output;
     fits("hidden", c.hidden, d(c.hidden) * (c.pool == pooling::mean_max && !tied ? 2 * e : e), "output weights");
     if (!c.output_cutoffs.empty()) {  // c₀ < … < cₙ ≤ the output words, on a tied output
       const auto& cuts = c.output_cutoffs;
-      if (c.task != text_task::lm && c.task != text_task::masked_word)
+      if (!kind_of(c.task).word_output)
         f.fail("adaptive_cutoffs", fmt::format("is set on a {} model (lm and masked-word only)", task_name(c.task)));
       bool rising = true;
       for (size_t i = 1; i < cuts.size(); ++i) rising = rising && cuts[i] > cuts[i - 1];
@@ -268,14 +257,14 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
   if (in.size() != static_cast<int64_t>(input_words.size() + new_words.size()) ||
       learned.size() != c.new_words || out.size() != static_cast<int64_t>(outputs.size()))
     throw_input(source, "bad model metadata: repeated words or labels");
-  if (c.task == text_task::masked_word || c.task == text_task::lm) {
+  if (kind_of(c.task).word_output) {
     for (const std::string& w : outputs)
       if (in.find(w) < 0)
         throw_input(source, fmt::format("bad model metadata: output word '{}' has no embedding row", w));
   }
   auto m = std::make_unique<impl>(c, std::move(in), std::move(out));
   for (nn::parameter<float>* p : m->net.parameters()) {
-    if (p == &m->net.trunk.embedding && defaults) {
+    if (p == &m->net.trunk().embedding && defaults) {
       for (int64_t i = 0; i < defaults->size(); ++i) {
         auto row = defaults->vector(i);
         std::copy(row.begin(), row.end(), p->value.begin() + i * c.embed_dim);
@@ -310,7 +299,7 @@ using train::read_input;
 prediction text_model::predict(std::string_view text, int64_t k) const {
   const impl& m = *impl_;
   const model_input in = read_input(m, text);
-  if (m.config.task == text_task::masked_word && in.mask_position < 0)
+  if (kind_of(m.config.task).hides_words && in.mask_position < 0)
     throw_usage("a masked-word model fills a gap: write [MASK] where the word to guess goes");
   prediction p;
   p.unknown = in.unknown;
@@ -320,9 +309,10 @@ prediction text_model::predict(std::string_view text, int64_t k) const {
   m.net.forward(b, cache);
   const auto classes = static_cast<size_t>(m.outputs.size());
   std::vector<double> probs(classes);
-  const double top = *std::max_element(cache.logits.begin(), cache.logits.end());
+  const std::vector<float>& logits = cache.head().logits;
+  const double top = *std::max_element(logits.begin(), logits.end());
   double sum = 0;
-  for (size_t i = 0; i < classes; ++i) sum += probs[i] = std::exp(cache.logits[i] - top);
+  for (size_t i = 0; i < classes; ++i) sum += probs[i] = std::exp(logits[i] - top);
   std::vector<size_t> order(classes);
   std::iota(order.begin(), order.end(), size_t{0});
   // Ties go to the earlier class, so the answer never depends on the sort's whims.
@@ -356,7 +346,7 @@ attention_map text_model::attention(std::string_view text, int64_t layer) const 
   options.causal = m.net.shape().causal;
   tensor weights;
   // That block's heads (the only one, in the seeds' model).
-  const auto& a = m.config.layers == 0 ? cache.attention : cache.blocks[static_cast<size_t>(layer)].attention;
+  const auto& a = m.config.layers == 0 ? cache.trunk().attention : cache.trunk().blocks[static_cast<size_t>(layer)].attention;
   const tensor q = tensor::view(a.q.data(), shape);
   const tensor k = tensor::view(a.k.data(), shape);
   sdpa(q, k, tensor::view(a.v.data(), shape), options, &weights);
@@ -369,8 +359,8 @@ attention_map text_model::attention(std::string_view text, int64_t layer) const 
 
 evaluation text_model::evaluate(const std::string& path, int64_t hide_every, uint64_t seed) const {
   const impl& m = *impl_;
-  if (m.config.task == text_task::lm) return train::evaluate_lm(m, path);
-  if (m.config.task == text_task::masked_word) return train::evaluate_masked_words(m, path, hide_every, seed);
+  if (kind_of(m.config.task).autoregressive) return train::evaluate_lm(m, path);
+  if (kind_of(m.config.task).hides_words) return train::evaluate_masked_words(m, path, hide_every, seed);
   const std::vector<train::text_example> examples = train::read_examples(path, m.config.task);
   if (examples.empty()) throw_input(path, "no line to score (the file is empty or blank)");
   data_summary summary;
@@ -379,7 +369,7 @@ evaluation text_model::evaluate(const std::string& path, int64_t hide_every, uin
   for (const train::text_example& ex : examples) {
     train::encoded_example e =
         train::encode_example(ex, m.config.task, m.inputs, m.outputs, m.config.max_positions, summary);
-    if (m.config.task == text_task::classify) {
+    if (kind_of(m.config.task).labelled) {
       result.n += 1;
     } else {
       // Each word after the first is a next word to predict, known or not; words before a
@@ -425,8 +415,8 @@ nn::network_shape network_shape_for(const text_model_config& c, int64_t vocabula
   s.classes = classes;
   s.positions = c.max_positions;
   s.window = c.window;
-  s.causal = c.task == text_task::next_word || c.task == text_task::lm;
-  if (c.task == text_task::masked_word || c.task == text_task::lm) {  // each token's own vector, tied output
+  s.causal = kind_of(c.task).causal;
+  if (kind_of(c.task).word_output) {  // each token's own vector, tied output
     s.pool = nn::pool_kind::token;
     s.tied_output = true;
   }
@@ -454,10 +444,11 @@ void score_tally::add(const nn::network<float>& net, const nn::batch& b) {
   if (rows == 0) return;
   const int64_t classes = net.shape().classes;
   loss_sum += static_cast<double>(net.forward(b, cache)) * static_cast<double>(rows);
+  const float* logits = cache.head().logits.data();
   int64_t right = 0, top5 = 0;  // (a language model's 4k rows × 16k words)
 #pragma omp parallel for reduction(+ : right, top5) if (rows * classes >= (int64_t{1} << 20))
   for (int64_t r = 0; r < rows; ++r) {
-    const float* z = cache.logits.data() + r * classes;
+    const float* z = logits + r * classes;
     const int64_t target = b.targets[static_cast<size_t>(r)];
     // The target's rank: the classes scored above it, ties before it counted as above (as
     // the argmax picks the first of equal scores). Two plain loops, which the compiler

@@ -20,7 +20,7 @@ namespace {
 const std::vector<float>& layer_output(const text_model::impl& m, const nn::network_cache<float>& cache,
                                        int64_t layer) {
   const int64_t last = attention_layers(m.config) - 1;
-  return layer < 0 || layer == last ? cache.y : cache.between[static_cast<size_t>(layer)];
+  return layer < 0 || layer == last ? cache.trunk().y : cache.trunk().between[static_cast<size_t>(layer)];
 }
 
 // The cloze reading of a masked-word model: one sequence per token, that token replaced by the
@@ -59,7 +59,7 @@ contextual_embedding text_model::embed(std::string_view text, token_reading read
   if (layer < -1 || layer >= layers)
     throw_usage(fmt::format("layer {} is out of range: the model has {} layer{} (0 … {})", layer, layers,
                             layers == 1 ? "" : "s", layers - 1));
-  if (reading == token_reading::hidden && m.config.task != text_task::masked_word)
+  if (reading == token_reading::hidden && !kind_of(m.config.task).hides_words)
     throw_usage(fmt::format("the hidden-token reading needs a masked-word model (this one is {})",
                             task_name(m.config.task)));
   const train::model_input in = train::read_input(m, text);
@@ -89,12 +89,12 @@ contextual_embedding text_model::embed(std::string_view text, token_reading read
 
 tensor text_model::embed_as_words(std::string_view text, token_reading reading) const {
   const impl& m = *impl_;
-  if (m.config.task != text_task::masked_word)
-    throw_usage("only a masked-word model maps its readings to the word vectors' space");
+  const auto* masked = m.net.as<models::masked_lm<float>>();  // the model answers, or none does
+  if (masked == nullptr) throw_usage("only a masked-word model maps its readings to the word vectors' space");
   const contextual_embedding e = embed(text, reading);
   const int64_t l = e.embeddings.shape()[0], in = m.config.embed_dim;
   const std::vector<float> y(e.embeddings.values().begin(), e.embeddings.values().end());
-  return tensor({l, in}, m.net.output.transform(y.data(), l));
+  return tensor({l, in}, masked->output.transform(y.data(), l));
 }
 
 namespace {
@@ -139,9 +139,9 @@ vectors text_model::embed_vocabulary() const {
     b.ids.resize(static_cast<size_t>(n));
     std::copy_n(rows.begin() + begin, n, b.ids.begin());
     b.lengths.assign(static_cast<size_t>(n), 1);
-    // No rows: only cache.y is read (the output head is not run).
+    // No rows: only the trunk's y is read (the output head is not run).
     m.net.forward(b, cache);
-    std::copy(cache.y.begin(), cache.y.begin() + n * e, values.begin() + begin * e);
+    std::copy(cache.trunk().y.begin(), cache.trunk().y.begin() + n * e, values.begin() + begin * e);
   }
   return vectors::from_values(std::move(names), e, std::move(values));
 }
@@ -155,8 +155,8 @@ vectors text_model::word_rows() const {
   values.reserve(rows.size() * static_cast<size_t>(e));
   for (const int64_t i : rows) {
     // Row i: the table's, or past it one of the rows learned for new words (as the forward reads ids).
-    const float* row = i < s.vocabulary ? m.net.trunk.embedding.value.data() + i * e
-                                        : m.net.trunk.new_words.value.data() + (i - s.vocabulary) * e;
+    const float* row = i < s.vocabulary ? m.net.trunk().embedding.value.data() + i * e
+                                        : m.net.trunk().new_words.value.data() + (i - s.vocabulary) * e;
     values.insert(values.end(), row, row + e);
   }
   return vectors::from_values(std::move(names), e, std::move(values));

@@ -44,7 +44,7 @@ void check_options(const generation_options& o) {
 generation text_model::generate(std::string_view prompt, const generation_options& o,
                                 const std::function<void(const std::string&)>& on_text) const {
   const impl& m = *impl_;
-  if (m.config.task != text_task::lm)
+  if (m.net.as<models::causal_lm<float>>() == nullptr)  // the one model that steps
     throw_usage(fmt::format("generate needs a language model (--task lm); this is a {} model",
                             task_name(m.config.task)));
   check_options(o);

@@ -54,7 +54,7 @@ std::vector<std::vector<scored_label>> top_words(const std::vector<float>& logit
 // log-probability).
 std::vector<float> output_logits(const text_model::impl& m, const std::vector<float>& table, const float* y,
                                  int64_t l) {
-  return m.net.output.scores(y, l, table);
+  return m.net.output().scores(y, l, table);
 }
 
 }  // namespace
@@ -62,13 +62,15 @@ std::vector<float> output_logits(const text_model::impl& m, const std::vector<fl
 std::vector<std::vector<scored_label>> text_model::read_as_words(std::string_view text, int64_t k,
                                                                  token_reading reading) const {
   const impl& m = *impl_;
-  if (m.config.task != text_task::masked_word)
+  const auto* masked = m.net.as<models::masked_lm<float>>();  // the model answers, or none does
+  if (masked == nullptr)
     throw_usage(fmt::format("only a masked-word model reads a word's place as output words (this one is {})",
                             task_name(m.config.task)));
   const contextual_embedding e = embed(text, reading);
   const int64_t l = e.embeddings.shape()[0];
   const std::vector<float> y(e.embeddings.values().begin(), e.embeddings.values().end());
-  return top_words(output_logits(m, m.net.output.table(m.net.trunk), y.data(), l), l, m.net.shape().classes, m.outputs, k);
+  return top_words(masked->output.scores(y.data(), l, masked->output.table(masked->trunk)), l,
+                   m.net.shape().classes, m.outputs, k);
 }
 
 model_inspection text_model::inspect(std::string_view text, int64_t top) const {
@@ -92,10 +94,10 @@ model_inspection text_model::inspect(std::string_view text, int64_t top) const {
 
   // The output layer, shared by every layer's reading: pre = x·w1ᵀ + b1, logits = pre·tableᵀ + b2.
   const bool words = s.tied_output && top > 0;  // top 0: the heads alone (an SVG needs no words)
-  const std::vector<float> table = words ? m.net.output.table(m.net.trunk) : std::vector<float>{};
+  const std::vector<float> table = words ? m.net.output().table(m.net.trunk()) : std::vector<float>{};
   std::vector<float> normed;
   for (int64_t i = 0; i < layers; ++i) {
-    const auto& a = m.config.layers == 0 ? cache.attention : cache.blocks[static_cast<size_t>(i)].attention;
+    const auto& a = m.config.layers == 0 ? cache.trunk().attention : cache.trunk().blocks[static_cast<size_t>(i)].attention;
     layer_inspection x;
     x.q = head_rows(a.q, h, l, d);
     x.k = head_rows(a.k, h, l, d);
@@ -109,11 +111,11 @@ model_inspection text_model::inspect(std::string_view text, int64_t top) const {
       // The layer's output as the output layer sees the last one's: inner layers of a pre-norm
       // model through the final layer norm (the last one's y has passed it already).
       const bool last = i + 1 == layers;
-      const float* y = last ? cache.y.data() : cache.between[static_cast<size_t>(i)].data();
+      const float* y = last ? cache.trunk().y.data() : cache.trunk().between[static_cast<size_t>(i)].data();
       if (!last && s.norm_first) {
         normed.resize(static_cast<size_t>(l * e));
         std::vector<float> mean(static_cast<size_t>(l)), rstd(static_cast<size_t>(l));
-        nn::layer_norm_forward(y, m.net.trunk.final_norm_weight.value.data(), m.net.trunk.final_norm_bias.value.data(),
+        nn::layer_norm_forward(y, m.net.trunk().final_norm_weight.value.data(), m.net.trunk().final_norm_bias.value.data(),
                                normed.data(), mean.data(), rstd.data(), l, e);
         y = normed.data();
       }

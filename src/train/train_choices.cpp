@@ -15,10 +15,7 @@
 namespace attn {
 
 text_task parse_task(const std::string& name, const std::string& option) {
-  if (name == "next-word") return text_task::next_word;
-  if (name == "classify") return text_task::classify;
-  if (name == "masked-word") return text_task::masked_word;
-  if (name == "lm") return text_task::lm;
+  if (const task_kind* kind = task_named(name)) return kind->task;
   throw_usage(fmt::format("{} '{}': expected next-word, classify, masked-word or lm", option, name));
 }
 
@@ -77,7 +74,7 @@ bounds bounds_of(const train_option& option) {
     case shape::between: b = {r.lo, r.hi, false}; break;
     case shape::up_to: b = {r.lo, r.hi, true}; break;
   }
-  const double fallback = option_default(option, text_task::next_word);  // train_options{}'s
+  const double fallback = option_default(option, train_options{}.task);  // train_options{}'s
   if (option.kind != option_kind::cuts && fallback < b.lo)
     b = {fallback, b.hi, false};
   return b;

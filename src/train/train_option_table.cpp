@@ -163,8 +163,8 @@ std::vector<train_option> make_table() {
 
 std::vector<text_task> task_set::tasks() const {
   std::vector<text_task> out;
-  for (text_task t : {text_task::next_word, text_task::classify, text_task::masked_word, text_task::lm})
-    if (has(t)) out.push_back(t);
+  for (const task_kind& k : task_kinds())
+    if (has(k.task)) out.push_back(k.task);
   return out;
 }
 

@@ -344,7 +344,7 @@ train_result train_text_model(const train_options& o, const train_callbacks& cb)
     explicit thread_count(int64_t n) { if (n > 0) omp_set_num_threads(static_cast<int>(n)); }
     ~thread_count() { omp_set_num_threads(before); }
   } const threads(o.threads);
-  train_result r = o.task == text_task::masked_word || o.task == text_task::lm ? train::train_from_corpus(o, cb)
+  train_result r = kind_of(o.task).streamed ? train::train_from_corpus(o, cb)
                                                                                 : train_on_examples(o, cb);
   // The model file keeps what the run scored as it went (attn train --plot, the page).
   r.model.internals().history = {r.epochs, r.evaluations};

@@ -16,9 +16,6 @@ namespace attn::train {
 
 namespace {
 
-// A classifier's word window: three tokens (measured on SST-2: docs/TRAINING.md).
-constexpr int64_t default_classify_window = 3;
-
 void fill_uniform(std::vector<float>& v, train::rng& r, double bound) {
   for (float& x : v) x = static_cast<float>(r.uniform(-bound, bound));
 }
@@ -48,8 +45,8 @@ void initialise_lm_rows(nn::network<float>& net, const train_options& o, const w
     rms = std::sqrt(squares / static_cast<double>(std::max<int64_t>(1, o.word_vectors->size() * s.embed)));
   }
   for (int64_t i = 0; i < s.vocabulary + s.new_words; ++i) {  // the table, then learned rows
-    float* row = i < s.vocabulary ? net.trunk.embedding.value.data() + i * s.embed
-                                  : net.trunk.new_words.value.data() + (i - s.vocabulary) * s.embed;
+    float* row = i < s.vocabulary ? net.trunk().embedding.value.data() + i * s.embed
+                                  : net.trunk().new_words.value.data() + (i - s.vocabulary) * s.embed;
     const auto known = o.word_vectors != nullptr ? o.word_vectors->find(words.words()[static_cast<size_t>(i)])
                                                  : std::nullopt;
     if (known) {
@@ -98,20 +95,20 @@ bool uses_default_vectors(const train_options& o) {
 void initialise(nn::network<float>& net, const train_options& o, const word_index& inputs,
                 train::rng& r) {
   const nn::network_shape& s = net.shape();
-  if (o.task == text_task::lm) {
+  if (kind_of(o.task).autoregressive) {  // the language model learns its own table
     initialise_lm_rows(net, o, inputs, r);
   } else if (o.word_vectors != nullptr) {
     double squares = 0;
     for (int64_t i = 0; i < s.vocabulary; ++i) {
       auto row = o.word_vectors->vector(*o.word_vectors->find(inputs.words()[static_cast<size_t>(i)]));
-      std::copy(row.begin(), row.end(), net.trunk.embedding.value.begin() + i * s.embed);
+      std::copy(row.begin(), row.end(), net.trunk().embedding.value.begin() + i * s.embed);
       for (float x : row) squares += static_cast<double>(x) * x;
     }
     const double rms = s.vocabulary > 0 ? std::sqrt(squares / static_cast<double>(s.vocabulary * s.embed)) : 1.0;
     // Learned rows: a copy of the word's vector to fine-tune, or a new word's random start.
     for (int64_t i = 0; i < s.new_words; ++i) {
       const std::string& w = inputs.words()[static_cast<size_t>(s.vocabulary + i)];
-      float* row = net.trunk.new_words.value.data() + i * s.embed;
+      float* row = net.trunk().new_words.value.data() + i * s.embed;
       if (auto known = o.word_vectors->find(w)) {
         auto v = o.word_vectors->vector(*known);
         std::copy(v.begin(), v.end(), row);
@@ -120,18 +117,18 @@ void initialise(nn::network<float>& net, const train_options& o, const word_inde
       }
     }
   } else {
-    for (float& x : net.trunk.embedding.value) x = static_cast<float>(r.normal());
+    for (float& x : net.trunk().embedding.value) x = static_cast<float>(r.normal());
   }
   // The word window as PyTorch's Conv1d starts: U(±1/√fan_in), fan_in = window · Ein.
   if (s.window > 0) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(s.window * s.embed));
-    fill_uniform(net.trunk.window_weight.value, r, bound);
-    fill_uniform(net.trunk.window_bias.value, r, bound);
+    fill_uniform(net.trunk().window_weight.value, r, bound);
+    fill_uniform(net.trunk().window_bias.value, r, bound);
   }
-  if (s.layers == 0) initialise_attention(net.trunk.attention, s.embed, s.width, r);
-  for (nn::encoder_parameters<float>& l : net.trunk.layers) {
-    if (o.task == text_task::lm) {
-      // As PyTorch's nn.TransformerEncoderLayer starts its attention: Q, K and V as one
+  if (s.layers == 0) initialise_attention(net.trunk().attention, s.embed, s.width, r);
+  for (nn::encoder_parameters<float>& l : net.trunk().layers) {
+    if (kind_of(o.task).autoregressive) {
+      // The language model, as PyTorch's nn.TransformerEncoderLayer starts its attention: Q, K and V as one
       // xavier-uniform [3E, E] matrix, out_proj as nn.Linear (U(±1/√E)).
       const double in_proj = std::sqrt(6.0 / static_cast<double>(4 * s.width));
       fill_uniform(l.attention.wq.value, r, in_proj);
@@ -150,18 +147,18 @@ void initialise(nn::network<float>& net, const train_options& o, const word_inde
     fill_uniform(l.linear2_weight.value, r, in2);
     fill_uniform(l.linear2_bias.value, r, in2);
   }
-  std::fill(net.trunk.final_norm_weight.value.begin(), net.trunk.final_norm_weight.value.end(), 1.0f);
+  std::fill(net.trunk().final_norm_weight.value.begin(), net.trunk().final_norm_weight.value.end(), 1.0f);
   const double head1 = 1.0 / std::sqrt(static_cast<double>(s.pooled()));
   const double head2 = 1.0 / std::sqrt(static_cast<double>(s.hidden));
   if (s.tied_output) {
-    fill_uniform(net.output.transform_weight.value, r, head1);
-    fill_uniform(net.output.transform_bias.value, r, head1);
+    fill_uniform(net.output().transform_weight.value, r, head1);
+    fill_uniform(net.output().transform_bias.value, r, head1);
     return;  // the bias starts at 0: every word's score is then its row's fit to the context
   }
-  fill_uniform(net.head.w1.value, r, head1);
-  fill_uniform(net.head.b1.value, r, head1);
-  fill_uniform(net.head.w2.value, r, head2);
-  fill_uniform(net.head.b2.value, r, head2);
+  fill_uniform(net.head().w1.value, r, head1);
+  fill_uniform(net.head().b1.value, r, head1);
+  fill_uniform(net.head().w2.value, r, head2);
+  fill_uniform(net.head().b2.value, r, head2);
 }
 
 text_model_config model_config(const train_options& o) {
@@ -186,7 +183,7 @@ text_model_config model_config(const train_options& o) {
   c.pool = o.pool;
   c.hidden = o.hidden > 0 ? o.hidden : c.dim;
   c.dropout = o.dropout;
-  c.window = o.window >= 0 ? o.window : o.task == text_task::classify ? default_classify_window : 0;
+  c.window = o.window >= 0 ? o.window : kind_of(o.task).default_window;
   return c;
 }
 
@@ -212,14 +209,14 @@ std::string training_record(const train_options& o, int64_t epochs) {
                       {"clip", o.clip}, {"warmup", o.warmup}, {"dropout", o.dropout},
                       {"min_count", o.min_count}, {"patience", o.patience},
                       {"vectors", o.word_vectors != nullptr ? o.word_vectors->source() : ""}};
-  if (o.task == text_task::lm) {
+  if (kind_of(o.task).autoregressive) {
     j["vocab"] = o.vocab;
     j["context"] = o.context;
     j["max_tokens"] = o.max_tokens;
     j["time"] = o.time_limit;
     j["layers"] = o.layers;
   }
-  if (o.task == text_task::masked_word) {
+  if (kind_of(o.task).hides_words) {
     j["mask_share"] = o.mask_share;
     if (o.time_limit > 0) j["time"] = o.time_limit;  // absent before masked-word took --time
     j["max_length"] = o.max_length;

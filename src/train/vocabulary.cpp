@@ -57,7 +57,7 @@ word_index examples_output_words(text_task task, const std::vector<text_example>
                                  const word_index& inputs) {
   std::map<std::string, int64_t> counts;
   for (const text_example& ex : set) {
-    if (task == text_task::classify) {
+    if (kind_of(task).labelled) {
       counts[ex.label] += 1;
       continue;
     }
@@ -65,7 +65,7 @@ word_index examples_output_words(text_task task, const std::vector<text_example>
       if (inputs.find(t) >= 0) counts[t] += 1;
   }
   std::vector<std::pair<std::string, int64_t>> sorted(counts.begin(), counts.end());
-  if (task == text_task::next_word)
+  if (kind_of(task).every_prefix)
     std::stable_sort(sorted.begin(), sorted.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });
   word_index out;

@@ -164,7 +164,7 @@ TEST(adaptive_output, language_model_gradients_match_finite_differences) {
     attn::nn::network_cache<double> eval;
     const double eval_loss = net.forward(b, eval);
     double sum = 0;
-    for (size_t r = 0; r < b.rows.size(); ++r) sum -= eval.logits[r * 13 + static_cast<size_t>(b.targets[r])];
+    for (size_t r = 0; r < b.rows.size(); ++r) sum -= eval.head().logits[r * 13 + static_cast<size_t>(b.targets[r])];
     EXPECT_NEAR(eval_loss, sum / static_cast<double>(b.rows.size()), 1e-12);
   }
 }
@@ -187,7 +187,7 @@ TEST(adaptive_output, learned_rows_of_a_frozen_table_get_their_gradient_alone) {
   const attn::nn::batch b = take_gradients(net, 9, 40, rng, windows);
   for (int64_t w = 0; w < s.new_words; ++w) {  // each learned row was reached by the output
     double norm = 0;
-    for (int64_t j = 0; j < s.embed; ++j) norm += std::fabs(net.trunk.new_words.grad[static_cast<size_t>(w * s.embed + j)]);
+    for (int64_t j = 0; j < s.embed; ++j) norm += std::fabs(net.trunk().new_words.grad[static_cast<size_t>(w * s.embed + j)]);
     EXPECT_GT(norm, 0.0) << "learned word " << w;
   }
   attn::testing::expect_network_gradients(net, [&] {
@@ -221,15 +221,15 @@ TEST(adaptive_output, a_reused_cache_sees_moved_learned_rows_and_another_table) 
     attn::nn::batch b = stream_batch(s.classes, 40, 9, rng, windows);
     const auto score = [&](const network<float>& n, attn::nn::network_cache<float>& c) {
       const float loss = n.forward(b, c);
-      return std::make_pair(loss, c.logits);
+      return std::make_pair(loss, c.head().logits);
     };
     attn::nn::network_cache<float> reused;
     score(net, reused);
-    for (float& x : net.trunk.new_words.value) x += 0.25f;  // an optimiser step on the learned rows
+    for (float& x : net.trunk().new_words.value) x += 0.25f;  // an optimiser step on the learned rows
     attn::nn::network_cache<float> fresh;
     EXPECT_EQ(score(net, reused), score(net, fresh)) << adaptive;
     network<float> other = net;  // another network, another frozen table
-    for (float& x : other.trunk.embedding.value) x = -x;
+    for (float& x : other.trunk().embedding.value) x = -x;
     attn::nn::network_cache<float> fresh_other;
     EXPECT_EQ(score(other, reused), score(other, fresh_other)) << adaptive;
     EXPECT_NE(score(other, fresh_other), score(net, fresh)) << adaptive;  // the change shows

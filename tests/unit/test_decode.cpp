@@ -22,7 +22,7 @@
 #include "decode/length_penalty.hpp"
 #include "decode/sampling.hpp"
 #include "decode/token_stream.hpp"
-#include "nn/causal_decoder.hpp"
+#include "models/causal_lm.hpp"
 #include "nn/network.hpp"
 #include "train/rng.hpp"
 
@@ -426,7 +426,7 @@ TEST(CausalLmDecoding, RestartsPastTheContextAsBefore) {
   for (int i = 0; i < 48; ++i) history.push_back(static_cast<int64_t>(g() % 11));
   for (const size_t prompt : {size_t{1}, size_t{3}, size_t{5}, size_t{8}}) {
     // Before: feed history from `fed` on; a full cache restarts from the latest half.
-    attn::nn::causal_decoder before(net);
+    attn::models::causal_lm_decoder before(*net.as<attn::models::causal_lm<float>>());
     const int64_t capacity = before.capacity();
     size_t fed = prompt > static_cast<size_t>(capacity) ? prompt - static_cast<size_t>(capacity) : 0;
     std::vector<float> expected;

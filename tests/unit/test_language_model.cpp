@@ -13,7 +13,7 @@
 #include "attn/detokenize.hpp"
 #include "gradient_check.hpp"
 #include "attn/tokenizer.hpp"
-#include "nn/causal_decoder.hpp"
+#include "models/causal_lm.hpp"
 #include "nn/network.hpp"
 #include "train/lm_stream.hpp"
 #include "train/masking.hpp"
@@ -52,7 +52,7 @@ TEST(language_model, cached_generation_gives_the_logits_of_the_whole_prefix) {
     std::uniform_int_distribution<int64_t> id(0, sh.words - 1);
     std::vector<int64_t> tokens(static_cast<size_t>(sh.positions));
     for (int64_t& t : tokens) t = id(rng);
-    attn::nn::causal_decoder decoder(net);
+    attn::models::causal_lm_decoder decoder(*net.as<attn::models::causal_lm<float>>());
     attn::nn::network_cache<float> cache;
     for (int64_t n = 1; n <= sh.positions; ++n) {
       const std::vector<float> cached = decoder.step(tokens[static_cast<size_t>(n - 1)]);
@@ -64,9 +64,9 @@ TEST(language_model, cached_generation_gives_the_logits_of_the_whole_prefix) {
       b.rows = {{0, n}};
       net.forward(b, cache);  // no dropout seed: evaluation
       float largest = 0;
-      for (float z : cache.logits) largest = std::max(largest, std::abs(z));
+      for (float z : cache.head().logits) largest = std::max(largest, std::abs(z));
       for (int64_t c = 0; c < sh.words; ++c)
-        ASSERT_NEAR(cached[static_cast<size_t>(c)], cache.logits[static_cast<size_t>(c)], 2e-5f * std::max(1.0f, largest))
+        ASSERT_NEAR(cached[static_cast<size_t>(c)], cache.head().logits[static_cast<size_t>(c)], 2e-5f * std::max(1.0f, largest))
             << "width " << sh.width << " length " << n << " class " << c;
       if (sh.cutoffs.empty()) continue;
       double total = 0;
@@ -76,7 +76,7 @@ TEST(language_model, cached_generation_gives_the_logits_of_the_whole_prefix) {
     EXPECT_THROW(decoder.step(0), std::exception);  // past the learned positions
     decoder.clear();  // starts again: the first token's logits as before
     const std::vector<float> again = decoder.step(tokens[0]);
-    attn::nn::causal_decoder fresh(net);
+    attn::models::causal_lm_decoder fresh(*net.as<attn::models::causal_lm<float>>());
     EXPECT_EQ(again, fresh.step(tokens[0]));
   }
 }

@@ -1,5 +1,5 @@
 // text_model::embed: each row is the model's last attention block's output for a token (the
-// network's cache.y), causal for next-word models; embed_vocabulary runs each input word alone;
+// network's cache.trunk().y), causal for next-word models; embed_vocabulary runs each input word alone;
 // a text with no known word is a usage error.
 #include <gtest/gtest.h>
 
@@ -59,7 +59,7 @@ attn::nn::network_cache<float> forward(const attn::text_model& model, const std:
 }
 
 std::vector<float> forward_y(const attn::text_model& model, const std::vector<std::string>& words) {
-  return forward(model, words).y;
+  return forward(model, words).trunk().y;
 }
 
 void expect_rows_are_cache_y(const attn::text_model& model, const std::string& text,
@@ -180,8 +180,8 @@ TEST(text_model_embed, word_rows_are_the_rows_the_model_reads) {
       const attn::nn::network_cache<float> cache = forward(*m, {word});
       const int64_t e = rows.dim();
       for (int64_t j = 0; j < e; ++j) {
-        const float position = net.shape().positions > 0 ? net.trunk.position.value[static_cast<size_t>(j)] : 0.0f;
-        ASSERT_FLOAT_EQ((*row)[static_cast<size_t>(j)] + position, cache.x[static_cast<size_t>(j)]) << word << " " << j;
+        const float position = net.shape().positions > 0 ? net.trunk().position.value[static_cast<size_t>(j)] : 0.0f;
+        ASSERT_FLOAT_EQ((*row)[static_cast<size_t>(j)] + position, cache.trunk().x[static_cast<size_t>(j)]) << word << " " << j;
       }
     }
   }
@@ -190,7 +190,7 @@ TEST(text_model_embed, word_rows_are_the_rows_the_model_reads) {
 TEST(text_model_embed, an_inner_layer_is_the_residual_stream_a_shorter_network_ends_with) {
   // The oracle: a network of the built-in model's first k + 1 layers (the same weights) run on
   // the same ids; a pre-norm network keeps its last block's output, before the final norm, in
-  // cache.stack. Layer k's rows must be those bits, visible and (row t with token t masked)
+  // cache.trunk().stack. Layer k's rows must be those bits, visible and (row t with token t masked)
   // hidden; the last layer's are embed's default, and a layer past the last is a usage error.
   const attn::text_model m = attn::text_model::builtin();
   const auto& net = m.internals().net;
@@ -205,12 +205,12 @@ TEST(text_model_embed, an_inner_layer_is_the_residual_stream_a_shorter_network_e
     attn::nn::network_shape shape = net.shape();
     shape.layers = k + 1;
     attn::nn::network<float> first(shape);
-    first.trunk.embedding.value = net.trunk.embedding.value;
-    first.trunk.new_words.value = net.trunk.new_words.value;
-    first.trunk.position.value = net.trunk.position.value;
-    for (int64_t i = 0; i <= k; ++i) first.trunk.layers[static_cast<size_t>(i)] = net.trunk.layers[static_cast<size_t>(i)];
-    first.trunk.final_norm_weight.value = net.trunk.final_norm_weight.value;
-    first.trunk.final_norm_bias.value = net.trunk.final_norm_bias.value;
+    first.trunk().embedding.value = net.trunk().embedding.value;
+    first.trunk().new_words.value = net.trunk().new_words.value;
+    first.trunk().position.value = net.trunk().position.value;
+    for (int64_t i = 0; i <= k; ++i) first.trunk().layers[static_cast<size_t>(i)] = net.trunk().layers[static_cast<size_t>(i)];
+    first.trunk().final_norm_weight.value = net.trunk().final_norm_weight.value;
+    first.trunk().final_norm_bias.value = net.trunk().final_norm_bias.value;
     attn::train::encoded_example ex;
     for (const std::string& w : ws) ex.inputs.push_back(m.internals().inputs.find(w));
     attn::nn::batch b = attn::train::make_batch({&ex}, attn::text_task::classify);
@@ -218,7 +218,7 @@ TEST(text_model_embed, an_inner_layer_is_the_residual_stream_a_shorter_network_e
     b.targets.clear();
     attn::nn::network_cache<float> cache;
     first.forward(b, cache);
-    return cache.stack;
+    return cache.trunk().stack;
   };
   for (int64_t k = 0; k + 1 < layers; ++k) {
     const attn::contextual_embedding v = m.embed(text, attn::token_reading::visible, k);

@@ -130,8 +130,8 @@ TEST(train_model, causal_word_window_never_sees_the_word_it_predicts) {
       const bool sees = b.rows[r].count > 3;
       double diff = 0;
       for (int64_t c = 0; c < s.classes; ++c)
-        diff = std::max(diff, std::fabs(first.logits[r * 4 + static_cast<size_t>(c)] -
-                                        second.logits[r * 4 + static_cast<size_t>(c)]));
+        diff = std::max(diff, std::fabs(first.head().logits[r * 4 + static_cast<size_t>(c)] -
+                                        second.head().logits[r * 4 + static_cast<size_t>(c)]));
       if (sees) EXPECT_GT(diff, 0.0) << "window " << window << ", prefix " << b.rows[r].count;
       else EXPECT_EQ(diff, 0.0) << "window " << window << ", prefix " << b.rows[r].count;
     }
@@ -261,7 +261,7 @@ TEST(train_model, causal_pre_norm_loss_at_every_position_matches_finite_differen
   attn::nn::network_cache<double> other;
   net.forward(attn::train::make_masked_batch(group2), other, 0);
   net.forward(b, cache, 0);
-  for (size_t k = 0; k < cache.logits.size(); ++k) ASSERT_EQ(cache.logits[k], other.logits[k]) << k;
+  for (size_t k = 0; k < cache.head().logits.size(); ++k) ASSERT_EQ(cache.head().logits[k], other.head().logits[k]) << k;
 }
 
 TEST(train_model, attention_pooling_matches_finite_differences) {
