@@ -10,7 +10,7 @@ causal_lm_decoder::causal_lm_decoder(const causal_lm<float>& model) : model_(mod
   const nn::network_shape& s = model.shape();
   if (!s.norm_first || s.layers < 1 || s.window > 0 || s.positions < 1)
     throw_usage("generation needs a language model (train one with --task lm)");
-  output_table_ = model.output.table(model.trunk);
+  output_table_ = std::make_shared<const std::vector<float>>(model.output.table(model.trunk));
   kv_.resize(static_cast<size_t>(s.layers));
   for (nn::self_attention_kv& kv : kv_) kv.reset(s.width, s.positions);
   const auto e = static_cast<size_t>(s.width);
@@ -36,7 +36,7 @@ const std::vector<float>& causal_lm_decoder::step(int64_t id) {
   // logits = the tied output of LayerNorm_f(x), one row
   nn::layer_norm_forward(x_.data(), trunk.final_norm_weight.value.data(), trunk.final_norm_bias.value.data(),
                          normed_.data(), mean_.data(), rstd_.data(), int64_t{1}, e);
-  model_.output.row_scores(normed_.data(), output_table_, hidden_, logits_, token_scores_);
+  model_.output.row_scores(normed_.data(), *output_table_, hidden_, logits_, token_scores_);
   ++length_;
   return logits_;
 }
