@@ -1,5 +1,6 @@
 #include "models/mlp_head.hpp"
 
+#include "models/batch_loss.hpp"
 #include "nn/cross_entropy.hpp"
 #include "nn/linear_layer.hpp"
 
@@ -32,11 +33,7 @@ T mlp_head<T>::forward(const nn::batch& b, const T* pooled, head_cache<T>& c) co
   nn::relu_forward(c.pre.data(), c.hidden.data(), rows * s.hidden);
   nn::linear_forward(c.hidden.data(), w2.value.data(), b2.value.data(), c.logits.data(), rows,
                      s.hidden, s.classes);
-  c.row_lse.clear();
-  if (b.targets.size() != b.rows.size()) return T(0);
-  c.row_lse.resize(static_cast<size_t>(rows));
-  return nn::cross_entropy_forward(c.logits.data(), b.targets.data(), static_cast<T*>(nullptr),
-                                   rows, s.classes, c.row_lse.data());
+  return batch_loss(b, c.logits, s.classes, c.row_lse);
 }
 
 template <class T>

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "attn/error.hpp"
+#include "models/batch_loss.hpp"
 #include "nn/cross_entropy.hpp"
 #include "nn/embedding.hpp"
 #include "nn/fused_output.hpp"
@@ -61,11 +62,7 @@ T tied_output<T>::forward(const nn::batch& b, const T* pooled, const trunk<T>& t
   if (fuses(b, dropout_seed)) return fused_forward(b, table, c);
   nn::linear_forward(c.hidden.data(), c.output_table.data(), bias.value.data(), c.logits.data(),
                      rows, s.hidden, s.classes, bf16_);
-  c.row_lse.clear();
-  if (b.targets.size() != b.rows.size()) return T(0);
-  c.row_lse.resize(static_cast<size_t>(rows));
-  return nn::cross_entropy_forward(c.logits.data(), b.targets.data(), static_cast<T*>(nullptr),
-                                   rows, s.classes, c.row_lse.data());
+  return batch_loss(b, c.logits, s.classes, c.row_lse);
 }
 
 template <class T>
