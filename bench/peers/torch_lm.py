@@ -371,7 +371,7 @@ def train_on_device(a):
     fpt = flops_per_token(model, config, len(words))
     test_loss, n = evaluate_on_device(model, test_stream, t, device, autocast)
     print(json.dumps({"peer": "pytorch-twin", "device": torch.cuda.get_device_name(device) if cuda else "cpu",
-                      "torch": torch.__version__, "dtype": a.dtype, "attention": "sdpa" if hasattr(F, "scaled_dot_product_attention") else "math",
+                      "torch": torch.__version__, "dtype": a.dtype, "optimizer": "AdamW" + (" (fused)" if fused else ""), "attention": "sdpa" if hasattr(F, "scaled_dot_product_attention") else "math",
                       "tokens": tokens, "steps": steps, "seconds": seconds, "warmup_steps": a.warmup_steps,
                       "tokens_per_second": rate, "tokens_per_second_whole_budget": tokens / seconds,
                       "rate_after_warmup": timed, "flops_per_token": fpt, "peak_tflops": a.peak_tflops,
