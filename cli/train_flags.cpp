@@ -102,6 +102,13 @@ CLI::Option* add_flag_for(CLI::App* command, const train_option& row, train_opti
                 parsed.*m = text == "bf16" ? train_dtype::bf16 : train_dtype::float32;
               }, row.help)
           ->check(CLI::IsMember({"float32", "bf16"}));
+    case option_kind::device:
+      return command
+          ->add_option_function<std::string>(
+              flag, [&parsed, m = std::get<train_device train_options::*>(row.field)](const std::string& text) {
+                parsed.*m = text == "cuda" ? train_device::cuda : train_device::cpu;
+              }, row.help)
+          ->check(CLI::IsMember({"cpu", "cuda"}));
   }
   throw std::logic_error("an option kind without a flag");
 }

@@ -77,6 +77,12 @@ void set_option(train_options& o, const train_option& row, const py::handle& v) 
       o.*std::get<train_dtype train_options::*>(row.field) = dtype == "bf16" ? train_dtype::bf16 : train_dtype::float32;
       return;
     }
+    case option_kind::device: {
+      const std::string device = as<std::string>(n, v);
+      if (device != "cpu" && device != "cuda") throw_usage(fmt::format("{}='{}': expected 'cpu' or 'cuda'", n, device));
+      o.*std::get<train_device train_options::*>(row.field) = device == "cuda" ? train_device::cuda : train_device::cpu;
+      return;
+    }
   }
 }
 
@@ -282,7 +288,7 @@ py::list train_option_rows() {
     for (text_task t : every_task.tasks())
       defaults[py::str(task_name(t))] = numeric ? py::object(py::float_(option_default(row, t))) : py::object(py::none());
     const char* surface = row.surface == option_surface::both ? "both" : row.surface == option_surface::cli_only ? "cli" : "python";
-    static const char* const kinds[] = {"integer", "number", "flag", "path", "seed", "duration", "cuts", "pool", "dtype"};
+    static const char* const kinds[] = {"integer", "number", "flag", "path", "seed", "duration", "cuts", "pool", "dtype", "device"};
     rows.append(py::dict("keyword"_a = row.keyword, "flag"_a = row.flag, "kind"_a = kinds[static_cast<int>(row.kind)],
                          "tasks"_a = tasks, "surface"_a = surface, "defaults"_a = defaults));
   }

@@ -26,6 +26,8 @@ void keep_freed_memory_for_reuse();
 // The output layer's products while training: float32, or bf16 operands with float32 sums
 // (PyTorch's autocast). The model file is float32 either way.
 enum class train_dtype { float32, bf16 };
+// Where the training step runs: the CPU, or a CUDA GPU (masked-word and lm; docs/GPU.md).
+enum class train_device { cpu, cuda };
 
 struct train_options {
   text_task task = text_task::next_word;
@@ -102,6 +104,9 @@ struct train_options {
   // masked-word and lm: the tied output's three products (most of a step's multiply-adds) on
   // bf16 operands, float32 sums; the rest of the step float32.
   train_dtype dtype = train_dtype::float32;
+  // masked-word and lm: the step on a CUDA GPU (a CUDA build: docs/GPU.md); with bf16 every
+  // product and the attention on bf16 operands there.
+  train_device device = train_device::cpu;
   // masked-word and lm: the adaptive softmax (docs/LM.md): cuts over the output words, most
   // frequent first — the head's size, then each cluster's end but the last, which the output
   // words close (lm: before <unk> and <eos>, which stay in the head). Empty: the full softmax.

@@ -48,6 +48,7 @@ enum class option_kind {
   cuts,      // std::vector<int64_t>: "2000,6000" on the command line, a list from Python
   pool,      // pooling, by name
   dtype,     // train_dtype: "float32" or "bf16"
+  device,    // train_device: "cpu" or "cuda"
 };
 
 // The values an option holds (numbers only): lo ≤ value ≤ hi, or lo < value where above_lo.
@@ -69,7 +70,8 @@ struct option_range {
 // Where the option lives in train_options.
 using option_field = std::variant<int64_t train_options::*, double train_options::*, bool train_options::*,
                                   std::string train_options::*, uint64_t train_options::*, pooling train_options::*,
-                                  train_dtype train_options::*, std::vector<int64_t> train_options::*>;
+                                  train_dtype train_options::*, train_device train_options::*,
+                                  std::vector<int64_t> train_options::*>;
 
 // A task's own default, where it differs from train_options{}'s (a number, or 0/1 for a flag).
 struct task_default {

@@ -16,6 +16,8 @@
 // checkpoints are every task's (loop.hpp). Here: the options' checks, the model's set-up.
 #include "train/corpus_trainer.hpp"
 
+#include "train/device_training.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -74,6 +76,7 @@ void check_corpus_options(const train_options& o) {
   if (!o.valid.empty())
     throw_usage(fmt::format("{} holds out its own sequences: --valid is not taken", task_name(o.task)));
   check_loop_options(o);
+  check_device_options(o);
 }
 
 }  // namespace
@@ -157,6 +160,10 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
     initialise(net, o, model->inputs, init);
   }
 
+  // --device cuda: the steps on the GPU from these initial weights (device_training.hpp)
+  std::unique_ptr<device_training> device;
+  if (o.device == train_device::cuda) device = make_cuda_training(net, o);
+
   corpus_batches source(o, s, validating, model->inputs, model->outputs, m);
   int64_t steps = 0;
   for (int64_t n : source.part_steps()) steps += n;
@@ -174,7 +181,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
                                      .fingerprint = run_fingerprint(c, *model, o), .run = new_run_id()};
   task_evaluation eval;
   eval.validating = validating;
-  eval.held_out = [&] { return score_sequences(net, valid); };
+  eval.held_out = [&] { return score_sequences(net, valid, device.get()); };
   // The language model keeps the lowest held-out loss; masked-word the best accuracy.
   eval.improves = [lm](const scored_examples& sc, const scored_examples& best) {
     return lm ? best.n == 0 || sc.loss < best.loss : better(sc, best);
@@ -184,7 +191,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   // book, stopping after 3 worse epochs kept perplexity 157 where the full run reaches ~106).
   eval.patience = !lm;
   run_training_loop(o, cb, net, [&] { return model->encode(); }, source, eval, budget, identity, s.sequences,
-                    result);
+                    result, device.get());
   net.set_output_bf16(false);
   result.model = text_model(std::move(model));
   return result;

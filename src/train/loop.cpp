@@ -12,6 +12,7 @@
 
 #include "attn/cpu.hpp"
 #include "attn/error.hpp"
+#include "train/device_training.hpp"
 #include "train/optimizer.hpp"
 #include "train/sharded_step.hpp"
 #include "train/trainer_parts.hpp"
@@ -72,7 +73,7 @@ loop_budget plan_budget(const train_options& o, int64_t steps, const budget_rule
 void run_training_loop(const train_options& o, const train_callbacks& cb, nn::network<float>& net,
                        const std::function<std::string()>& encode_model, batch_source& source,
                        const task_evaluation& eval, const loop_budget& budget, checkpoint_identity identity,
-                       int64_t sequences, train_result& result) {
+                       int64_t sequences, train_result& result, device_training* device) {
   const int64_t epochs = budget.epochs, steps = budget.steps, total = budget.total;
   const std::vector<nn::parameter<float>*> params = net.parameters();
   adamw optimiser(params, {.weight_decay = o.weight_decay});
@@ -80,6 +81,15 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, nn::ne
   shard_copies copies;  // --shards: the network's copies the shards run on, side by side
   std::vector<std::vector<float>> best_weights;
   const bool validating = eval.validating;
+  // --device cuda: the step, clipping and the optimiser on the GPU's copy of the weights, read
+  // back whenever the loop reads them (the optimiser's state stays there: no checkpoints yet)
+  if (device != nullptr) {
+    if (cb.exchange != nullptr) throw_usage("attn-mpi trains on the CPU (no --device cuda)");
+    identity.path.clear();
+  }
+  const auto weights_back = [&] {
+    if (device) device->download();
+  };
   const bool checkpoints = !identity.path.empty();
 
   progress p;
@@ -109,6 +119,10 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, nn::ne
   bool measured = false;
   const auto measure_peak = [&] {
     measured = true;
+    if (device) {  // the GPU's dense peak in the step's precision, from its specification
+      peak_flops = device->peak_flops();
+      return;
+    }
     const auto m0 = clock::now();
     peak_flops = measure_fma_peak_gflops(omp_get_max_threads(), 0.1) * 1e9;
     measuring += seconds_since(m0);
@@ -182,16 +196,18 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, nn::ne
           result.checkpoint_run = identity.run;
           result.stopped = true;
           result.trained_tokens = p.all_tokens;
+          weights_back();
           optimiser.flush();
           return;
         }
         // The step's gradient: the batch's, or its shards' summed in order (attn-mpi: each
         // process computes its own shards and they swap them).
         const step_batch b = source.batch(p.batch, p.done);
-        const step_totals t = sharded_gradients(net, b.items, b.rows, b.batch_of, o.shards, b.dropout_seed,
-                                                cb.exchange, cache, &copies);
+        const step_totals t = device ? device->gradients(b.batch_of(0, b.items), b.dropout_seed)
+                                     : sharded_gradients(net, b.items, b.rows, b.batch_of, o.shards, b.dropout_seed,
+                                                         cb.exchange, cache, &copies);
         check_finite_loss(o, t.loss_sum, p.done + 1);
-        if (t.rows > 0) clip_gradients(params, o.clip);
+        if (t.rows > 0 && !device) clip_gradients(params, o.clip);
         p.loss_sum += t.loss_sum;
         p.rows_sum += t.rows;
         p.window_loss_sum += t.loss_sum;
@@ -199,7 +215,8 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, nn::ne
         // Every step counts, even one with nothing to predict, so the schedule stays fixed.
         read_clock();
         const double lr = learning_rate(schedule_step(), total, budget.warmup, o.lr);
-        optimiser.step(lr);
+        if (device) device->update(lr, t.rows > 0 ? o.clip : 0.0);
+        else optimiser.step(lr);
         ++p.done;
         p.epoch_tokens += t.tokens;
         p.all_tokens += t.tokens;
@@ -226,6 +243,7 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, nn::ne
         }
         const bool snapshot_now = o.save_steps > 0 && p.done % o.save_steps == 0;
         const bool checkpoint_now = o.checkpoint_steps > 0 && p.done % o.checkpoint_steps == 0;
+        if (snapshot_now || (checkpoint_now && checkpoints)) weights_back();
         if (snapshot_now && writes && cb.on_snapshot)
           optimiser.flush();  // done by the held-out score above (when the run holds text out)
         // Never a diverged state over a sound one. Every rank checks (their weights are the
@@ -257,6 +275,7 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, nn::ne
     r.epochs = epochs;
     r.loss = p.loss_sum / static_cast<double>(std::max<int64_t>(p.rows_sum, 1));
     r.on_validation = validating;
+    weights_back();
     optimiser.flush();
     const scored_examples sc = validating ? eval.held_out()
                                : eval.without_held_out ? eval.without_held_out()

@@ -24,6 +24,8 @@
 
 namespace attn::train {
 
+class device_training;
+
 // One optimiser step's batch: `items` items (lines, windows, masked sentences) making `rows`
 // predictions; batch_of(begin, end) is the batch of items [begin, end), called from several
 // threads at once when the step's shards run side by side.
@@ -80,10 +82,11 @@ loop_budget plan_budget(const train_options& o, int64_t steps, const budget_rule
 // Trains net on the source's batches, filling result's reports (epochs, evaluations, best_epoch,
 // stopped, stopped_early, budget_end, trained_tokens, and with a checkpoint its fields). On
 // return the optimiser's deferred rows are in place and, unless stopped, the best weights.
-// identity.path empty: no checkpoints.
+// identity.path empty: no checkpoints. device: null (the CPU), or where the steps run
+// (device_training.hpp; no checkpoints there yet).
 void run_training_loop(const train_options& o, const train_callbacks& cb, nn::network<float>& net,
                        const std::function<std::string()>& encode_model, batch_source& source,
                        const task_evaluation& eval, const loop_budget& budget, checkpoint_identity identity,
-                       int64_t sequences, train_result& result);
+                       int64_t sequences, train_result& result, device_training* device = nullptr);
 
 }  // namespace attn::train

@@ -1,5 +1,7 @@
 #include "train/sequence_score.hpp"
 
+#include "train/device_training.hpp"
+
 namespace attn::train {
 
 namespace {
@@ -8,13 +10,17 @@ constexpr size_t score_batch = 64;
 
 }  // namespace
 
-scored_examples score_sequences(const nn::network<float>& net, const std::vector<masked_sequence>& sequences) {
+scored_examples score_sequences(const nn::network<float>& net, const std::vector<masked_sequence>& sequences,
+                                device_training* device) {
   score_tally tally;
   const auto classes = static_cast<size_t>(net.shape().classes);
   std::vector<const masked_sequence*> group;
   size_t rows = 0;
   const auto flush = [&] {
-    if (!group.empty()) tally.add(net, make_masked_batch(group));
+    if (!group.empty()) {
+      if (device != nullptr) device->score(make_masked_batch(group), tally);
+      else tally.add(net, make_masked_batch(group));
+    }
     group.clear();
     rows = 0;
   };

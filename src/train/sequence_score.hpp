@@ -11,8 +11,12 @@
 
 namespace attn::train {
 
+class device_training;
+
 // Groups of up to 64 sequences, fewer when their logits would pass max_scoring_logits (a
 // 16k-word language model's 64 windows of 512 would be 2 GB).
-scored_examples score_sequences(const nn::network<float>& net, const std::vector<masked_sequence>& sequences);
+// device: null, or the device the run trains on (its own weights score there).
+scored_examples score_sequences(const nn::network<float>& net, const std::vector<masked_sequence>& sequences,
+                                device_training* device = nullptr);
 
 }  // namespace attn::train

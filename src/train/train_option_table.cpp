@@ -143,6 +143,9 @@ std::vector<train_option> make_table() {
       {"dtype", "--dtype", kind::dtype, &o::dtype, streamed_tasks, any, {},
        "float32 (default) or bf16: the tied output's three products on bf16 operands with float32 sums, as "
        "PyTorch's autocast (the model file stays float32)"},
+      {"device", "--device", kind::device, &o::device, streamed_tasks, any, {},
+       "cpu (default) or cuda: the training step on a CUDA GPU (a CUDA build; docs/GPU.md), where --dtype bf16 "
+       "runs every product and the attention on bf16 operands with float32 sums and float32 master weights"},
       {"adaptive_softmax", "--adaptive-softmax", kind::cuts, &o::adaptive_softmax, streamed_tasks, positive, {},
        "An adaptive softmax with these cuts over the output words, most frequent first (PyTorch's "
        "AdaptiveLogSoftmaxWithLoss cutoffs, e.g. 2000,6000): a head of the first CUT words and a cluster between "

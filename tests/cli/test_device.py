@@ -108,3 +108,33 @@ def test_mha_device_usage_errors(attn, mha_files, tmp_path, extra, message):
     assert r.code == 1
     assert message in one_error_line(r)
     assert not out.exists()
+
+
+# attn train --device cuda (the word models' training step on a GPU): on a build without CUDA, or
+# with no GPU, one usage error before any data is read; the tasks that do not run there say so.
+def test_train_device_cuda_without_a_gpu_is_one_usage_error(attn, tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text("the cat sat on the mat .\n" * 40)
+    out = tmp_path / "m.safetensors"
+    r = attn("train", "--task", "lm", "--data", text, "--learn-embeddings", "16", "--layers", "1", "--device", "cuda",
+             "-o", out)
+    if r.code == 0:
+        pytest.skip("this build trains on a GPU here (tests/cuda/test_train_cuda.py checks it)")
+    assert r.code == 1
+    line = one_error_line(r)
+    assert "-DATTN_CUDA=ON" in line or "no CUDA device" in line, line
+    assert not out.exists() and not (tmp_path / "m.safetensors.checkpoint").exists()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--task", "lm", "--device", "tpu"], "--device: tpu not in {cpu,cuda}"),
+    (["--task", "classify", "--device", "cuda"], "--device is for --task masked-word and lm"),
+])
+def test_train_device_usage_errors(attn, tmp_path, extra, message):
+    text = tmp_path / "text.txt"
+    text.write_text("1\tthe cat sat on the mat\n" * 40)
+    out = tmp_path / "m.safetensors"
+    r = attn("train", "--data", text, "-o", out, *extra)
+    assert r.code == 1
+    assert message in one_error_line(r), one_error_line(r)
+    assert not out.exists()

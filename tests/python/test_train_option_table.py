@@ -20,7 +20,7 @@ TASKS = ["next-word", "classify", "masked-word", "lm"]
 # A value every option of the kind accepts (within each row's range), as text and from Python.
 VALUES = {"integer": ("2", 2), "number": ("0.5", 0.5), "flag": (None, True), "path": ("somewhere.txt", "somewhere.txt"),
           "seed": ("1", 1), "duration": ("1m", "1m"), "cuts": ("2", [2]), "pool": ("mean", "mean"),
-          "dtype": ("bf16", "bf16")}
+          "dtype": ("bf16", "bf16"), "device": ("cuda", "cuda")}
 
 
 def table():
