@@ -15,7 +15,9 @@ target_compile_options(attn_cuda_kernels PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lin
 target_sources(attn PRIVATE $<TARGET_OBJECTS:attn_cuda_kernels>)
 set_target_properties(attn PROPERTIES CUDA_STANDARD 17)
 target_include_directories(attn PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
-target_link_libraries(attn PRIVATE CUDA::cudart_static)
+# cuBLAS (the toolkit's own, linked as a shared library: its static form is hundreds of MB) for
+# the training step's products (src/cuda/device_linear.cpp)
+target_link_libraries(attn PRIVATE CUDA::cudart_static CUDA::cublas)
 
 add_library(attn_cuda_c SHARED "${PROJECT_SOURCE_DIR}/src/cuda/c_api.cpp" $<TARGET_OBJECTS:attn_cuda_kernels>)
 set_target_properties(attn_cuda_c PROPERTIES OUTPUT_NAME attn_cuda CUDA_STANDARD 17)
