@@ -14,11 +14,47 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH="$bin:${LD_LIBRARY_PATH:-}" ATTN_BIN="$bin/attn" ATTN_CUDA_LIB="$bin/libattn_cuda.so"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee "$out/gpu.txt"
+
+# attn train --device cuda: the steps against the CPU's (tests/cuda/test_train_cuda.py),
+# compute-sanitizer on a small run of each word model, and the language model against its twin.
+train_checks() {
+  echo "== training on the GPU against the CPU"
+  python3 -m pytest -q --tb=short -p no:cacheprovider -s tests/cuda/test_train_cuda.py > "$out/train_tests.log" 2>&1 \
+    || failed+=("training tests")
+  grep -E "worst|passed|failed|Error|error" "$out/train_tests.log" | tail -20
+  local text="$out/sanitizer_text.txt"
+  python3 -c "import random; r=random.Random(1); w='the a man dog runs sees big red house in on and old new'.split()
+print('\n'.join(' '.join(r.choice(w) for _ in range(r.randint(3, 20))) + ' .' for _ in range(300)))" > "$text"
+  for task in lm masked-word; do
+    for tool in memcheck racecheck; do
+      local shape="--learn-embeddings 64 --dim 64 --heads 2 --layers 2 --context 16 --vocab 50"
+      [ $task = masked-word ] && shape="--layers 2 --heads 4"
+      timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$bin/attn" train --task $task --data "$text" $shape \
+        --batch 8 --max-tokens 400 --device cuda --dtype bf16 -o "$out/san.safetensors" > "$out/san_train_${task}_$tool.log" 2>&1
+      local status=$?
+      [ $status = 0 ] || failed+=("$tool train $task")
+      echo "$tool train $task (bf16): exit $status $(grep -E 'SUMMARY' "$out/san_train_${task}_$tool.log")"
+    done
+  done
+  rm -f "$out/san.safetensors" "$text"
+  echo "== the language model against its PyTorch twin"
+  python3 bench/gpu/train_lm_vs_torch.py --attn "$bin/attn" --data "${train_corpus}" --seconds "${train_seconds}" \
+    --out "$out/lm" > "$out/train_bench.log" 2>&1 || failed+=("training benchmark")
+  tail -25 "$out/train_bench.log"
+}
+if [ "$quick" = train ]; then
+  train_seconds=${3:-60}
+  train_corpus=${4:-gpudata/enwiki-100k.txt.xz}
+  train_checks
+  if [ ${#failed[@]} -gt 0 ]; then echo "FAILED: ${failed[*]}"; exit 1; fi
+  echo "all checks passed"
+  exit 0
+fi
 { "$bin/attn" bench --device cuda 1,1024,8,64 4,512,8,128 --dtype bf16 --reps 5 && "$bin/attn" bench --device cuda --backward --dtype float16 --json 2,1000,4,64; } 2>&1 | tee "$out/smoke.txt" \
   || failed+=("smoke")
 
 echo "== device tests"
-python3 -m pytest -q --tb=line -p no:cacheprovider -s tests/cuda > "$out/tests.log" 2>&1 || failed+=("device tests")
+python3 -m pytest -q --tb=line -p no:cacheprovider -s tests/cuda/test_cuda_kernels.py > "$out/tests.log" 2>&1 || failed+=("device tests")
 tail -80 "$out/tests.log"
 
 # each forward kernel: the mma.sync block shapes with each set of refinements on every D, and the
@@ -32,7 +68,7 @@ for forced in 4x1:9 4x1:15 4x2:9 4x2:15 8x2:9 8x2:15 wgmma64 wgmma128 wgmma64-ov
   select="16 or dominate"
   [ $shape = 8x2 ] && select="bf16 or dominate"  # built for bf16 only
   ATTN_CUDA_FORWARD=$shape ATTN_CUDA_FORWARD_VARIANT=$refine python3 -m pytest -q --tb=line -p no:cacheprovider \
-    -k "$select" tests/cuda > "$out/tests_${shape}_$refine.log" 2>&1 || failed+=("device tests, forward $forced")
+    -k "$select" tests/cuda/test_cuda_kernels.py > "$out/tests_${shape}_$refine.log" 2>&1 || failed+=("device tests, forward $forced")
   tail -3 "$out/tests_${shape}_$refine.log"
 done
 
@@ -40,7 +76,7 @@ done
 # Hopper the wgmma kernels with one warpgroup a block and with three for dQ
 for forced in mma wgmma11 wgmma23; do
   echo "== device tests, backward $forced"
-  ATTN_CUDA_BACKWARD=$forced python3 -m pytest -q --tb=line -p no:cacheprovider -k "16" tests/cuda \
+  ATTN_CUDA_BACKWARD=$forced python3 -m pytest -q --tb=line -p no:cacheprovider -k "16" tests/cuda/test_cuda_kernels.py \
     > "$out/tests_backward_$forced.log" 2>&1 || failed+=("device tests, backward $forced")
   tail -3 "$out/tests_backward_$forced.log"
 done
@@ -133,6 +169,9 @@ for pass in 1 2; do
     done
   done
 done | tee "$out/variants.txt" | sed 's/(cuda: .*//'
+train_seconds=60
+train_corpus=gpudata/enwiki-100k.txt.xz
+train_checks
 echo "== benchmark"
 python3 bench/gpu/sdpa_vs_torch.py --reps 20 --json "$out/bench.jsonl" 2>&1 | tee "$out/bench.txt" || failed+=("benchmark")
 report
