@@ -750,7 +750,7 @@ double word_model_training::peak_flops() const {
 
 namespace attn::train {
 
-std::unique_ptr<device_training> make_cuda_training(nn::network<float>& net, const train_options& o) {
+std::unique_ptr<device_training> make_cuda_training(models::network<float>& net, const train_options& o) {
   cuda::detail::require_device();
   models::tied_lm<float>* model = net.as<models::causal_lm<float>>();
   if (model == nullptr) model = net.as<models::masked_lm<float>>();

@@ -5,7 +5,7 @@
 
 namespace attn::train {
 
-std::unique_ptr<device_training> make_cuda_training(nn::network<float>&, const train_options&) {
+std::unique_ptr<device_training> make_cuda_training(models::network<float>&, const train_options&) {
   throw_usage("--device cuda: this attn was built without CUDA (cmake -DATTN_CUDA=ON; docs/GPU.md)");
 }
 

@@ -21,7 +21,7 @@ struct causal_lm_state final : decoder_state {
 
 }  // namespace
 
-causal_lm_decoding::causal_lm_decoding(const nn::network<float>& net)
+causal_lm_decoding::causal_lm_decoding(const models::network<float>& net)
     : net_(net), lm_(net.as<models::causal_lm<float>>()) {}
 
 int64_t causal_lm_decoding::vocabulary() const { return net_.shape().classes; }

@@ -4,13 +4,13 @@
 #pragma once
 
 #include "decode/autoregressive_model.hpp"
-#include "nn/network.hpp"
+#include "models/network.hpp"
 
 namespace attn::decode {
 
 class causal_lm_decoding final : public autoregressive_model {
  public:
-  explicit causal_lm_decoding(const nn::network<float>& net);
+  explicit causal_lm_decoding(const models::network<float>& net);
 
   int64_t vocabulary() const override;
   // A usage error unless the network is a language model (models::causal_lm) that can generate.
@@ -21,7 +21,7 @@ class causal_lm_decoding final : public autoregressive_model {
   std::span<const float> read(decoder_state& state, std::span<const int64_t> tokens) const override;
 
  private:
-  const nn::network<float>& net_;
+  const models::network<float>& net_;
   const models::causal_lm<float>* lm_;  // null: the network is another model
 };
 

@@ -153,7 +153,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
     if (const int64_t row = vocab.inputs.find(stop); row >= 0) m.stop_ids.push_back(row);
 
   auto model = std::make_unique<text_model::impl>(c, std::move(vocab.inputs), std::move(vocab.outputs));
-  nn::network<float>& net = model->net;
+  models::network<float>& net = model->net;
   net.set_output_bf16(o.dtype == train_dtype::bf16);  // training only: the model reads in float32
   {
     rng init(o.seed);

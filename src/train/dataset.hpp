@@ -9,7 +9,7 @@
 
 #include "attn/text_model.hpp"
 #include "attn/train.hpp"
-#include "nn/network.hpp"
+#include "models/network.hpp"
 
 namespace attn::train {
 

@@ -11,7 +11,7 @@
 
 #include "attn/train.hpp"
 #include "nn/batch.hpp"
-#include "nn/network.hpp"
+#include "models/network.hpp"
 #include "train/sharded_step.hpp"
 #include "train/text_model_impl.hpp"
 
@@ -38,7 +38,7 @@ class device_training {
 // The GPU's training of a word model (lm, masked-word) on net's weights as they are now; a usage
 // error for a model or option it does not run (and where attn was built without CUDA, or no
 // device answers).
-std::unique_ptr<device_training> make_cuda_training(nn::network<float>& net, const train_options& o);
+std::unique_ptr<device_training> make_cuda_training(models::network<float>& net, const train_options& o);
 
 // Usage errors for --device cuda's options, before any data is read.
 void check_device_options(const train_options& o);

@@ -32,7 +32,7 @@ int64_t saturating_product(int64_t a, int64_t b) {
 // backward), a tied output's products for each predicted row, and attention's 12 per layer, width
 // and pair of tokens (scores and the weighted sum, forward and backward) at the batch's mean length.
 // Embedding lookups are no products: row-sparse tables count only as a tied output.
-double step_flops(const nn::network<float>& net, int64_t dense_weights, const step_batch& b, const step_totals& t) {
+double step_flops(const models::network<float>& net, int64_t dense_weights, const step_batch& b, const step_totals& t) {
   const nn::network_shape& s = net.shape();
   const auto tokens = static_cast<double>(t.tokens);
   const double length = b.items > 0 ? tokens / static_cast<double>(b.items) : 0.0;
@@ -70,14 +70,14 @@ loop_budget plan_budget(const train_options& o, int64_t steps, const budget_rule
   return b;
 }
 
-void run_training_loop(const train_options& o, const train_callbacks& cb, nn::network<float>& net,
+void run_training_loop(const train_options& o, const train_callbacks& cb, models::network<float>& net,
                        const std::function<std::string()>& encode_model, batch_source& source,
                        const task_evaluation& eval, const loop_budget& budget, checkpoint_identity identity,
                        int64_t sequences, train_result& result, device_training* device) {
   const int64_t epochs = budget.epochs, steps = budget.steps, total = budget.total;
   const std::vector<nn::parameter<float>*> params = net.parameters();
   adamw optimiser(params, {.weight_decay = o.weight_decay});
-  nn::network_cache<float> cache;
+  models::network_cache<float> cache;
   shard_copies copies;  // --shards: the network's copies the shards run on, side by side
   std::vector<std::vector<float>> best_weights;
   const bool validating = eval.validating;

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "attn/train.hpp"
-#include "nn/network.hpp"
+#include "models/network.hpp"
 #include "train/loop_checkpoint.hpp"
 #include "train/text_model_impl.hpp"
 
@@ -84,7 +84,7 @@ loop_budget plan_budget(const train_options& o, int64_t steps, const budget_rule
 // return the optimiser's deferred rows are in place and, unless stopped, the best weights.
 // identity.path empty: no checkpoints. device: null (the CPU), or where the steps run
 // (device_training.hpp; no checkpoints there yet).
-void run_training_loop(const train_options& o, const train_callbacks& cb, nn::network<float>& net,
+void run_training_loop(const train_options& o, const train_callbacks& cb, models::network<float>& net,
                        const std::function<std::string()>& encode_model, batch_source& source,
                        const task_evaluation& eval, const loop_budget& budget, checkpoint_identity identity,
                        int64_t sequences, train_result& result, device_training* device = nullptr);

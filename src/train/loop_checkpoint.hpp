@@ -13,7 +13,7 @@
 
 #include "attn/train.hpp"
 #include "io/json_fields.hpp"
-#include "nn/network.hpp"
+#include "models/network.hpp"
 #include "train/checkpoint.hpp"
 #include "train/optimizer.hpp"
 #include "train/text_model_impl.hpp"

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "nn/network.hpp"
+#include "models/network.hpp"
 #include "train/rng.hpp"
 
 namespace attn::train {

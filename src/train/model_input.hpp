@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "nn/network.hpp"
+#include "models/network.hpp"
 #include "train/dataset.hpp"
 #include "train/text_model_impl.hpp"
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "nn/network.hpp"
+#include "models/network.hpp"
 
 namespace attn::train {
 

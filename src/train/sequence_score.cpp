@@ -10,7 +10,7 @@ constexpr size_t score_batch = 64;
 
 }  // namespace
 
-scored_examples score_sequences(const nn::network<float>& net, const std::vector<masked_sequence>& sequences,
+scored_examples score_sequences(const models::network<float>& net, const std::vector<masked_sequence>& sequences,
                                 device_training* device) {
   score_tally tally;
   const auto classes = static_cast<size_t>(net.shape().classes);

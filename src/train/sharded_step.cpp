@@ -58,7 +58,7 @@ class shard_reader {
   size_t at_ = 0;
 };
 
-void write_shard(const nn::network<float>& net, const step_totals& t, float scale,
+void write_shard(const models::network<float>& net, const step_totals& t, float scale,
                  std::vector<char>& out) {
   shard_writer w(out);
   w.put(t.rows);
@@ -86,7 +86,7 @@ void write_shard(const nn::network<float>& net, const step_totals& t, float scal
 }
 
 // Adds one shard's gradients (after the grads were cleared) and returns its totals.
-step_totals add_shard(nn::network<float>& net, shard_reader& r) {
+step_totals add_shard(models::network<float>& net, shard_reader& r) {
   step_totals t;
   t.rows = r.get<int64_t>();
   t.tokens = r.get<int64_t>();
@@ -118,7 +118,7 @@ step_totals add_shard(nn::network<float>& net, shard_reader& r) {
 
 // Makes `count` copies of net (the first step) and gives each net's trainable values: the frozen
 // ones (the GloVe table) never change, so they are copied once.
-void refresh_copies(const nn::network<float>& net, int count, shard_copies& copies) {
+void refresh_copies(const models::network<float>& net, int count, shard_copies& copies) {
   while (static_cast<int>(copies.nets.size()) < count) {
     copies.nets.push_back(net);
     copies.caches.emplace_back();
@@ -135,10 +135,10 @@ void refresh_copies(const nn::network<float>& net, int count, shard_copies& copi
 // on, into on[0] (the network itself, holding shard 0's gradient): each element is 0 + x₀ + x₁ + … in shard
 // order, xₛ = float(gradₛ · scaleₛ), over the shards with rows, and a table's row only from
 // the shards that touched it.
-void sum_in_shard_order(const std::vector<nn::network<float>*>& on, const std::vector<step_totals>& totals,
+void sum_in_shard_order(const std::vector<models::network<float>*>& on, const std::vector<step_totals>& totals,
                         const std::vector<float>& scales) {
   std::vector<std::vector<nn::parameter<float>*>> params;
-  for (nn::network<float>* n : on) params.push_back(n->parameters());
+  for (models::network<float>* n : on) params.push_back(n->parameters());
   const std::vector<nn::parameter<float>*> to = params[0];
   const bool first_counts = totals[0].rows > 0;
   for (size_t k = 0; k < to.size(); ++k) {
@@ -188,10 +188,10 @@ uint64_t shard_seed(uint64_t step_seed, int64_t shard) {
   return (z ^ (z >> 31)) | 1;
 }
 
-step_totals sharded_gradients(nn::network<float>& net, int64_t items, int64_t all_rows,
+step_totals sharded_gradients(models::network<float>& net, int64_t items, int64_t all_rows,
                               const std::function<nn::batch(int64_t, int64_t)>& batch_of, int64_t shards,
                               uint64_t dropout_seed, const gradient_exchange* exchange,
-                              nn::network_cache<float>& cache, shard_copies* copies) {
+                              models::network_cache<float>& cache, shard_copies* copies) {
   const int processes = exchange != nullptr ? exchange->processes : 1;
   if (shards == 1 && processes == 1) {  // the plain batch gradient
     const nn::batch b = batch_of(0, items);
@@ -217,7 +217,7 @@ step_totals sharded_gradients(nn::network<float>& net, int64_t items, int64_t al
   std::vector<float> scales(static_cast<size_t>(mine));
   std::vector<std::vector<char>> computed(static_cast<size_t>(mine));
   // Shard s's gradient, computed on `on` (the network or a copy of it).
-  const auto compute = [&](int64_t s, nn::network<float>& on, nn::network_cache<float>& on_cache) {
+  const auto compute = [&](int64_t s, models::network<float>& on, models::network_cache<float>& on_cache) {
     const int64_t begin = s * items / shards, end = (s + 1) * items / shards;
     step_totals t;
     on.zero_grad();
@@ -238,7 +238,7 @@ step_totals sharded_gradients(nn::network<float>& net, int64_t items, int64_t al
     scales[at] = scale;
     if (!direct) write_shard(on, t, scale, computed[at]);
   };
-  const auto network_of = [&](int t) -> nn::network<float>& {
+  const auto network_of = [&](int t) -> models::network<float>& {
     return t == 0 ? net : copies->nets[static_cast<size_t>(t - 1)];
   };
   if (threads <= 1) {
@@ -262,7 +262,7 @@ step_totals sharded_gradients(nn::network<float>& net, int64_t items, int64_t al
   }
   step_totals sum;
   if (direct) {
-    std::vector<nn::network<float>*> on;
+    std::vector<models::network<float>*> on;
     for (int64_t i = 0; i < mine; ++i) on.push_back(&network_of(static_cast<int>(i)));
     sum_in_shard_order(on, totals, scales);
     for (const step_totals& t : totals) {
@@ -287,9 +287,9 @@ step_totals sharded_gradients(nn::network<float>& net, int64_t items, int64_t al
   return sum;
 }
 
-step_totals sharded_gradients(nn::network<float>& net, const std::vector<const encoded_example*>& group,
+step_totals sharded_gradients(models::network<float>& net, const std::vector<const encoded_example*>& group,
                               text_task task, int64_t shards, uint64_t dropout_seed,
-                              const gradient_exchange* exchange, nn::network_cache<float>& cache,
+                              const gradient_exchange* exchange, models::network_cache<float>& cache,
                               shard_copies* copies) {
   int64_t all_rows = 0;
   for (const encoded_example* e : group) all_rows += e->predictions();

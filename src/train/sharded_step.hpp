@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "attn/train.hpp"
-#include "nn/network.hpp"
+#include "models/network.hpp"
 #include "train/dataset.hpp"
 
 namespace attn::train {
@@ -31,8 +31,8 @@ struct step_totals {
 // kept by the trainer from step to step: made on first use, their trainable values refreshed
 // from the network at every step.
 struct shard_copies {
-  std::vector<nn::network<float>> nets;
-  std::vector<nn::network_cache<float>> caches;
+  std::vector<models::network<float>> nets;
+  std::vector<models::network_cache<float>> caches;
 };
 
 // Leaves in net's grads (and touched rows) the gradient of the mean loss over the whole group:
@@ -40,9 +40,9 @@ struct shard_copies {
 // shard_seed(dropout_seed, s). exchange: null, or the processes sharing the shards
 // (shards must then be a multiple of exchange->processes; process p computes the p-th run of
 // shards / processes of them).
-step_totals sharded_gradients(nn::network<float>& net, const std::vector<const encoded_example*>& group,
+step_totals sharded_gradients(models::network<float>& net, const std::vector<const encoded_example*>& group,
                               text_task task, int64_t shards, uint64_t dropout_seed,
-                              const gradient_exchange* exchange, nn::network_cache<float>& cache,
+                              const gradient_exchange* exchange, models::network_cache<float>& cache,
                               shard_copies* copies = nullptr);
 
 // The same for any items (the corpus trainer's windows and masked sentences): `items` items make
@@ -50,10 +50,10 @@ step_totals sharded_gradients(nn::network<float>& net, const std::vector<const e
 // [begin, end). The plain path (one shard, one process) is batch_of(0, items)'s own gradient.
 // copies: null, or where the shards running beside thread 0's keep their networks (null: the
 // shards run one after another); batch_of is then called from several threads at once.
-step_totals sharded_gradients(nn::network<float>& net, int64_t items, int64_t all_rows,
+step_totals sharded_gradients(models::network<float>& net, int64_t items, int64_t all_rows,
                               const std::function<nn::batch(int64_t, int64_t)>& batch_of, int64_t shards,
                               uint64_t dropout_seed, const gradient_exchange* exchange,
-                              nn::network_cache<float>& cache, shard_copies* copies = nullptr);
+                              models::network_cache<float>& cache, shard_copies* copies = nullptr);
 
 // Shard s's dropout seed (0 stays 0: no dropout; shard 0 keeps the step's seed).
 uint64_t shard_seed(uint64_t step_seed, int64_t shard);

@@ -305,7 +305,7 @@ prediction text_model::predict(std::string_view text, int64_t k) const {
   p.unknown = in.unknown;
   p.tokens_used = static_cast<int64_t>(in.encoded.inputs.size());
   const nn::batch& b = in.batch;
-  nn::network_cache<float> cache;
+  models::network_cache<float> cache;
   m.net.forward(b, cache);
   const auto classes = static_cast<size_t>(m.outputs.size());
   std::vector<double> probs(classes);
@@ -336,7 +336,7 @@ attention_map text_model::attention(std::string_view text, int64_t layer) const 
     throw_usage(fmt::format("layer {} is out of range: the model has {} layer(s)", layer,
                             attention_layers(m.config)));
   const model_input in = read_input(m, text);
-  nn::network_cache<float> cache;
+  models::network_cache<float> cache;
   m.net.forward(in.batch, cache);
   // The forward keeps each head's Q and K ([1, H, L, D]) and the log-sum-exp of every row, not
   // the L×L weights; sdpa recomputes them from Q and K under the same mask and scale.
@@ -426,7 +426,7 @@ nn::network_shape network_shape_for(const text_model_config& c, int64_t vocabula
   return s;
 }
 
-scored_examples score_examples(const nn::network<float>& net, text_task task,
+scored_examples score_examples(const models::network<float>& net, text_task task,
                                const std::vector<encoded_example>& examples) {
   constexpr size_t batch_size = 64;
   score_tally tally;
@@ -439,7 +439,7 @@ scored_examples score_examples(const nn::network<float>& net, text_task task,
   return tally.result();
 }
 
-void score_tally::add(const nn::network<float>& net, const nn::batch& b) {
+void score_tally::add(const models::network<float>& net, const nn::batch& b) {
   const auto rows = static_cast<int64_t>(b.rows.size());
   if (rows == 0) return;
   const int64_t classes = net.shape().classes;

@@ -17,7 +17,7 @@ namespace {
 // Encoder layer `layer`'s output in a forward's cache: the last one's is y (after a pre-norm
 // model's final layer norm); an inner one's is the residual stream it hands to the next layer,
 // as it is (what PyTorch's and Hugging Face's hidden_states give).
-const std::vector<float>& layer_output(const text_model::impl& m, const nn::network_cache<float>& cache,
+const std::vector<float>& layer_output(const text_model::impl& m, const models::network_cache<float>& cache,
                                        int64_t layer) {
   const int64_t last = attention_layers(m.config) - 1;
   return layer < 0 || layer == last ? cache.trunk().y : cache.trunk().between[static_cast<size_t>(layer)];
@@ -38,7 +38,7 @@ std::vector<float> hidden_readings(const text_model::impl& m, const nn::batch& t
     b.ids[static_cast<size_t>(t * l + t)] = mask;
   }
   // No rows: only the layer's output is read (the output head is not run).
-  nn::network_cache<float> cache;
+  models::network_cache<float> cache;
   m.net.forward(b, cache);
   const std::vector<float>& rows = layer_output(m, cache, layer);
   std::vector<float> out(static_cast<size_t>(l * e));
@@ -73,7 +73,7 @@ contextual_embedding text_model::embed(std::string_view text, token_reading read
   nn::batch tokens_only = in.batch;
   tokens_only.rows.clear();  // only the layer's output is read: the output head is not run
   tokens_only.targets.clear();
-  nn::network_cache<float> cache;
+  models::network_cache<float> cache;
   m.net.forward(tokens_only, cache);
   // [1, L, E]: the layer's output (the last's by default). For next-word and lm models the
   // attention is causal, so row t has seen tokens 0 … t only, as when the model predicts from
@@ -130,7 +130,7 @@ vectors text_model::embed_vocabulary() const {
   // in chunks of 512-8192, whose products went to two busy cores.
   constexpr int64_t chunk = 256;
   std::vector<float> values(static_cast<size_t>(words * e));
-  nn::network_cache<float> cache;
+  models::network_cache<float> cache;
   nn::batch b;
   b.length = 1;
   for (int64_t begin = 0; begin < words; begin += chunk) {

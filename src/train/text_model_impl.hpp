@@ -6,7 +6,7 @@
 
 #include "attn/text_model.hpp"
 #include "attn/training_curve.hpp"
-#include "nn/network.hpp"
+#include "models/network.hpp"
 #include "train/dataset.hpp"
 
 namespace attn {
@@ -17,7 +17,7 @@ struct text_model::impl {
   text_model_config config;
   train::word_index inputs;   // a word → its embedding row
   train::word_index outputs;  // the output words or labels, in class order
-  nn::network<float> net;
+  models::network<float> net;
   std::string training;       // JSON: how it was trained (saved as metadata, for the record)
   training_history history;   // what the run scored as it went (saved as "history")
 
@@ -44,16 +44,16 @@ inline constexpr size_t max_scoring_logits = size_t{1} << 25;
 
 // Mean cross-entropy and top-1 accuracy, gathered a batch at a time (every task's evaluation).
 struct score_tally {
-  void add(const nn::network<float>& net, const nn::batch& b);
+  void add(const models::network<float>& net, const nn::batch& b);
   scored_examples result() const;
 
   double loss_sum = 0;
   int64_t correct = 0, in_top5 = 0, n = 0;
-  nn::network_cache<float> cache;
+  models::network_cache<float> cache;
 };
 
 // Mean cross-entropy and accuracy of the model over encoded examples, in batches.
-scored_examples score_examples(const nn::network<float>& net, text_task task,
+scored_examples score_examples(const models::network<float>& net, text_task task,
                                const std::vector<encoded_example>& examples);
 
 }  // namespace attn::train

@@ -79,7 +79,7 @@ model_inspection text_model::inspect(std::string_view text, int64_t top) const {
   nn::batch b = in.batch;
   b.rows.clear();  // the token vectors alone: the output layer is applied below, to every layer
   b.targets.clear();
-  nn::network_cache<float> cache;
+  models::network_cache<float> cache;
   m.net.forward(b, cache);
 
   const nn::network_shape& s = m.net.shape();

@@ -297,7 +297,7 @@ train_result train_on_examples(const train_options& o, const train_callbacks& cb
   }
 
   auto model = std::make_unique<text_model::impl>(c, std::move(vocab.inputs), std::move(outputs));
-  nn::network<float>& net = model->net;
+  models::network<float>& net = model->net;
   train::rng random(o.seed);
   initialise(net, o, model->inputs, random);
 

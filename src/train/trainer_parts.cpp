@@ -34,7 +34,7 @@ void initialise_attention(nn::attention_parameters<float>& a, int64_t in, int64_
 // from the word vectors where a word has one (another word's at
 // N(0, σ²), σ the vectors' root mean square), or all at N(0, 1/Ein) when learned from scratch:
 // small rows, as GPT-2's N(0, 0.02²), since the same rows score the output.
-void initialise_lm_rows(nn::network<float>& net, const train_options& o, const word_index& words,
+void initialise_lm_rows(models::network<float>& net, const train_options& o, const word_index& words,
                         train::rng& r) {
   const nn::network_shape& s = net.shape();
   double rms = 1.0 / std::sqrt(static_cast<double>(s.embed));
@@ -92,7 +92,7 @@ bool uses_default_vectors(const train_options& o) {
 // U(±1/√fan_in) for the feed-forward parts and the MLP head, layer norms at γ = 1, β = 0, N(0, 1)
 // learned embeddings, zero positions. A new word's row starts at N(0, σ²) with σ the pre-trained
 // table's root mean square, so it looks like any other word to the attention.
-void initialise(nn::network<float>& net, const train_options& o, const word_index& inputs,
+void initialise(models::network<float>& net, const train_options& o, const word_index& inputs,
                 train::rng& r) {
   const nn::network_shape& s = net.shape();
   if (kind_of(o.task).autoregressive) {  // the language model learns its own table

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "attn/train.hpp"
-#include "nn/network.hpp"
+#include "models/network.hpp"
 #include "train/dataset.hpp"
 #include "train/rng.hpp"
 #include "train/text_model_impl.hpp"
@@ -35,7 +35,7 @@ int64_t add_learned_rows(const train_options& o,
                          const std::vector<std::pair<std::string, int64_t>>& counts, word_index& words);
 
 // PyTorch's initialisations (see trainer_parts.cpp); the embedding rows from the word vectors.
-void initialise(nn::network<float>& net, const train_options& o, const word_index& inputs, rng& r);
+void initialise(models::network<float>& net, const train_options& o, const word_index& inputs, rng& r);
 
 // The options as JSON, saved in the model file for the record.
 std::string training_record(const train_options& o, int64_t epochs);

@@ -13,14 +13,14 @@
 
 #include "gradient_check.hpp"
 #include "nn/adaptive_output.hpp"
-#include "nn/network.hpp"
+#include "models/network.hpp"
 #include "train/lm_stream.hpp"
 #include "train/masking.hpp"
 
 namespace {
 
 using attn::nn::adaptive_cuts;
-using attn::nn::network;
+using attn::models::network;
 using attn::nn::network_shape;
 
 network_shape lm_shape(int64_t layers, int64_t heads, int64_t width, int64_t positions, int64_t words,
@@ -61,7 +61,7 @@ attn::nn::batch stream_batch(int64_t words, int64_t tokens, int64_t context, std
 attn::nn::batch take_gradients(network<double>& net, int64_t words, int64_t tokens, std::mt19937& rng,
                                std::vector<attn::train::masked_sequence>& windows) {
   attn::nn::batch b = stream_batch(words, tokens, 7, rng, windows);
-  attn::nn::network_cache<double> cache;
+  attn::models::network_cache<double> cache;
   net.zero_grad();
   net.forward(b, cache, 0x5eedULL);
   net.backward(b, cache);
@@ -156,12 +156,12 @@ TEST(adaptive_output, language_model_gradients_match_finite_differences) {
     std::vector<attn::train::masked_sequence> windows;
     const attn::nn::batch b = take_gradients(net, 13, 20, rng, windows);
     const auto loss = [&] {
-      attn::nn::network_cache<double> c;
+      attn::models::network_cache<double> c;
       return net.forward(b, c, 0x5eedULL);
     };
     attn::testing::expect_network_gradients(net, loss);
     // evaluating (no seed, no dropout) gives each class's log-probability and the same loss as −log p
-    attn::nn::network_cache<double> eval;
+    attn::models::network_cache<double> eval;
     const double eval_loss = net.forward(b, eval);
     double sum = 0;
     for (size_t r = 0; r < b.rows.size(); ++r) sum -= eval.head().logits[r * 13 + static_cast<size_t>(b.targets[r])];
@@ -191,7 +191,7 @@ TEST(adaptive_output, learned_rows_of_a_frozen_table_get_their_gradient_alone) {
     EXPECT_GT(norm, 0.0) << "learned word " << w;
   }
   attn::testing::expect_network_gradients(net, [&] {
-    attn::nn::network_cache<double> c;
+    attn::models::network_cache<double> c;
     return net.forward(b, c, 0x5eedULL);
   });
 }
@@ -219,18 +219,18 @@ TEST(adaptive_output, a_reused_cache_sees_moved_learned_rows_and_another_table) 
     std::vector<attn::train::masked_sequence> windows;
     // Tokens (and so targets, the next tokens) among the output classes.
     attn::nn::batch b = stream_batch(s.classes, 40, 9, rng, windows);
-    const auto score = [&](const network<float>& n, attn::nn::network_cache<float>& c) {
+    const auto score = [&](const network<float>& n, attn::models::network_cache<float>& c) {
       const float loss = n.forward(b, c);
       return std::make_pair(loss, c.head().logits);
     };
-    attn::nn::network_cache<float> reused;
+    attn::models::network_cache<float> reused;
     score(net, reused);
     for (float& x : net.trunk().new_words.value) x += 0.25f;  // an optimiser step on the learned rows
-    attn::nn::network_cache<float> fresh;
+    attn::models::network_cache<float> fresh;
     EXPECT_EQ(score(net, reused), score(net, fresh)) << adaptive;
     network<float> other = net;  // another network, another frozen table
     for (float& x : other.trunk().embedding.value) x = -x;
-    attn::nn::network_cache<float> fresh_other;
+    attn::models::network_cache<float> fresh_other;
     EXPECT_EQ(score(other, reused), score(other, fresh_other)) << adaptive;
     EXPECT_NE(score(other, fresh_other), score(net, fresh)) << adaptive;  // the change shows
   }

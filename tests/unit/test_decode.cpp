@@ -23,7 +23,7 @@
 #include "decode/sampling.hpp"
 #include "decode/token_stream.hpp"
 #include "models/causal_lm.hpp"
-#include "nn/network.hpp"
+#include "models/network.hpp"
 #include "train/rng.hpp"
 
 namespace {
@@ -417,7 +417,7 @@ TEST(CausalLmDecoding, RestartsPastTheContextAsBefore) {
                             .train_embeddings = true, .dropout = 0.0, .tied_output = true};
   std::vector<int64_t> rows(11);
   for (int64_t i = 0; i < 11; ++i) rows[static_cast<size_t>(i)] = i;
-  attn::nn::network<float> net(shape, rows);
+  attn::models::network<float> net(shape, rows);
   std::mt19937 g(4);
   std::normal_distribution<float> normal(0.0f, 0.3f);
   for (auto* p : net.parameters())

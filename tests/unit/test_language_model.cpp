@@ -14,13 +14,13 @@
 #include "gradient_check.hpp"
 #include "attn/tokenizer.hpp"
 #include "models/causal_lm.hpp"
-#include "nn/network.hpp"
+#include "models/network.hpp"
 #include "train/lm_stream.hpp"
 #include "train/masking.hpp"
 
 namespace {
 
-using attn::nn::network;
+using attn::models::network;
 using attn::nn::network_shape;
 
 network_shape lm_shape(int64_t layers, int64_t heads, int64_t width, int64_t positions, int64_t words) {
@@ -53,7 +53,7 @@ TEST(language_model, cached_generation_gives_the_logits_of_the_whole_prefix) {
     std::vector<int64_t> tokens(static_cast<size_t>(sh.positions));
     for (int64_t& t : tokens) t = id(rng);
     attn::models::causal_lm_decoder decoder(*net.as<attn::models::causal_lm<float>>());
-    attn::nn::network_cache<float> cache;
+    attn::models::network_cache<float> cache;
     for (int64_t n = 1; n <= sh.positions; ++n) {
       const std::vector<float> cached = decoder.step(tokens[static_cast<size_t>(n - 1)]);
       attn::nn::batch b;
@@ -156,8 +156,8 @@ TEST(language_model, float32_gradients_match_float64) {
     std::vector<const attn::train::masked_sequence*> group;
     for (const auto& w : windows) group.push_back(&w);
     const attn::nn::batch b = attn::train::make_masked_batch(group);
-    attn::nn::network_cache<float> c32;
-    attn::nn::network_cache<double> c64;
+    attn::models::network_cache<float> c32;
+    attn::models::network_cache<double> c64;
     net.zero_grad();
     reference.zero_grad();
     const float loss32 = net.forward(b, c32, 0x5eedULL);
@@ -198,7 +198,7 @@ TEST(language_model, a_reused_cache_gives_a_fresh_caches_gradients) {
     return attn::train::make_masked_batch(g);
   };
   const attn::nn::batch b_big = make(big), b_small = make(small);
-  const auto grads = [&](attn::nn::network_cache<float>& cache) {
+  const auto grads = [&](attn::models::network_cache<float>& cache) {
     net.zero_grad();
     net.forward(b_big, cache, 7);
     net.backward(b_big, cache);
@@ -206,7 +206,7 @@ TEST(language_model, a_reused_cache_gives_a_fresh_caches_gradients) {
     for (auto* p : net.parameters()) g.push_back(p->grad);
     return g;
   };
-  attn::nn::network_cache<float> fresh, reused;
+  attn::models::network_cache<float> fresh, reused;
   const auto want = grads(fresh);
   net.zero_grad();
   net.forward(b_small, reused, 9);
@@ -247,7 +247,7 @@ void check_short_window_batch(int64_t width, int64_t context, double tolerance) 
   const auto full = attn::train::next_token_windows(full_stream, context);
   const auto grads_of = [&](const std::vector<const attn::train::masked_sequence*>& group, double* loss) {
     const attn::nn::batch b = attn::train::make_masked_batch(group);
-    attn::nn::network_cache<T> cache;
+    attn::models::network_cache<T> cache;
     std::vector<const attn::train::masked_sequence*> before;
     for (const auto& w : full) before.push_back(&w);
     const attn::nn::batch full_batch = attn::train::make_masked_batch(before);

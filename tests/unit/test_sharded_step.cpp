@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "nn/network.hpp"
+#include "models/network.hpp"
 #include "train/dataset.hpp"
 #include "train/lm_stream.hpp"
 #include "train/masking.hpp"
@@ -16,7 +16,7 @@
 
 namespace {
 
-using attn::nn::network;
+using attn::models::network;
 using attn::nn::network_shape;
 
 struct fixture {
@@ -77,7 +77,7 @@ TEST(sharded_step, one_shard_is_the_plain_batch_gradient_bit_for_bit) {
   for (auto task : {attn::text_task::classify, attn::text_task::next_word}) {
     fixture f({5, 1, 9, 3, 7, 2, 4}, task);
     network<float> net = f.model(task == attn::text_task::next_word);
-    attn::nn::network_cache<float> cache;
+    attn::models::network_cache<float> cache;
     const attn::nn::batch b = attn::train::make_batch(f.group, task);
     net.zero_grad();
     const float loss = net.forward(b, cache, 0);
@@ -95,7 +95,7 @@ TEST(sharded_step, shards_sum_to_the_batch_gradient) {
     // 7 lines: 2 and 3 shards of unequal rows, 9 shards with two of them empty.
     fixture f({5, 1, 9, 3, 7, 2, 4}, task);
     network<float> net = f.model(task == attn::text_task::next_word);
-    attn::nn::network_cache<float> cache;
+    attn::models::network_cache<float> cache;
     const auto whole = attn::train::sharded_gradients(net, f.group, task, 1, 0, nullptr, cache);
     const auto plain = grads(net);
     for (int64_t shards : {2, 3, 9}) {
@@ -138,7 +138,7 @@ TEST(sharded_step, language_model_windows_shard_as_examples_do) {
     return attn::train::make_masked_batch({group.begin() + from, group.begin() + to});
   };
   const auto n = static_cast<int64_t>(group.size());
-  attn::nn::network_cache<float> cache;
+  attn::models::network_cache<float> cache;
   const attn::nn::batch b = batch_of(0, n);
   net.zero_grad();
   const float loss = net.forward(b, cache, 0);
@@ -166,7 +166,7 @@ TEST(sharded_step, shards_side_by_side_give_the_bits_of_one_after_another) {
     for (int64_t shards : {2, 3, 9}) {
       network<float> in_turn = f.model(task == attn::text_task::next_word);
       network<float> side_by_side = in_turn;
-      attn::nn::network_cache<float> cache_a, cache_b;
+      attn::models::network_cache<float> cache_a, cache_b;
       attn::train::shard_copies copies;
       for (int step = 0; step < 3; ++step) {
         const uint64_t seed = 1000 + static_cast<uint64_t>(step);

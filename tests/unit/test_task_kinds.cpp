@@ -1,4 +1,4 @@
-// The task registry (attn/task_kind.hpp) and the model each task's shape makes (nn::network, a
+// The task registry (attn/task_kind.hpp) and the model each task's shape makes (models::network, a
 // thin variant over src/models/'s classifier, masked_lm and causal_lm): every task has its row and
 // its name, and the network passes forward and backward to its model unchanged.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "attn/task_kind.hpp"
-#include "nn/network.hpp"
+#include "models/network.hpp"
 #include "train/text_model_impl.hpp"
 
 namespace {
@@ -69,7 +69,7 @@ TEST(task_kinds, each_task_makes_its_model_and_the_network_passes_through) {
     std::vector<int64_t> rows;
     if (s.tied_output)
       for (int64_t i = 0; i < s.classes; ++i) rows.push_back(i);
-    attn::nn::network<double> net(s, rows);
+    attn::models::network<double> net(s, rows);
     EXPECT_EQ(net.as<attn::models::causal_lm<double>>() != nullptr, k.autoregressive);
     EXPECT_EQ(net.as<attn::models::masked_lm<double>>() != nullptr, k.hides_words);
     EXPECT_EQ(net.as<attn::models::classifier<double>>() != nullptr, !k.word_output);
@@ -87,7 +87,7 @@ TEST(task_kinds, each_task_makes_its_model_and_the_network_passes_through) {
     b.targets = {2, 1};
     if (s.pool == attn::nn::pool_kind::token) b.rows = {{0, 2}, {1, 1}};
 
-    attn::nn::network_cache<double> cache;
+    attn::models::network_cache<double> cache;
     const double loss = net.forward(b, cache, 0);
     net.zero_grad();
     net.backward(b, cache);
@@ -95,7 +95,7 @@ TEST(task_kinds, each_task_makes_its_model_and_the_network_passes_through) {
     for (auto* p : net.parameters()) grads.push_back(p->grad);
 
     // The same through the model itself, on a copy.
-    attn::nn::network<double> copy = net;
+    attn::models::network<double> copy = net;
     copy.zero_grad();
     const auto direct = [&](auto& model, auto& model_cache) {
       EXPECT_EQ(model.forward(b, model_cache, 0), loss);
@@ -122,7 +122,7 @@ TEST(task_kinds, each_task_makes_its_model_and_the_network_passes_through) {
 // scores are those a fresh cache gives.
 TEST(task_kinds, a_cache_moves_between_models) {
   const attn::nn::network_shape cs = shape_for(text_task::classify), ls = shape_for(text_task::lm);
-  attn::nn::network<double> classifier(cs), lm(ls, [&] {
+  attn::models::network<double> classifier(cs), lm(ls, [&] {
     std::vector<int64_t> rows;
     for (int64_t i = 0; i < ls.classes; ++i) rows.push_back(i);
     return rows;
@@ -139,7 +139,7 @@ TEST(task_kinds, a_cache_moves_between_models) {
   b.lengths = {4};
   b.rows = {{0, 4}};
   b.targets = {1};
-  attn::nn::network_cache<double> shared, fresh;
+  attn::models::network_cache<double> shared, fresh;
   classifier.forward(b, shared);
   b.rows = {{0, 3}};
   b.targets = {5};

@@ -11,7 +11,7 @@
 #include "attn/error.hpp"
 #include "attn/text_model.hpp"
 #include "attn/train.hpp"
-#include "nn/network.hpp"
+#include "models/network.hpp"
 #include "train/dataset.hpp"
 #include "train/model_input.hpp"
 #include "train/text_model_impl.hpp"
@@ -48,12 +48,12 @@ const attn::text_model& classifier() {
 
 // The network's own forward on the words' ids (its cache: x [1, L, Ein] the rows + positions
 // it read, y [1, L, E] the last block's output).
-attn::nn::network_cache<float> forward(const attn::text_model& model, const std::vector<std::string>& words) {
+attn::models::network_cache<float> forward(const attn::text_model& model, const std::vector<std::string>& words) {
   const auto& m = model.internals();
   attn::train::encoded_example e;
   for (const std::string& w : words) e.inputs.push_back(m.inputs.find(w));
   attn::nn::batch b = attn::train::make_batch({&e}, attn::text_task::classify);
-  attn::nn::network_cache<float> cache;
+  attn::models::network_cache<float> cache;
   m.net.forward(b, cache);
   return cache;
 }
@@ -177,7 +177,7 @@ TEST(text_model_embed, word_rows_are_the_rows_the_model_reads) {
     for (const std::string word : {"the", "movie", "not", "good"}) {
       const auto row = rows.lookup(word);
       ASSERT_TRUE(row.has_value()) << word;
-      const attn::nn::network_cache<float> cache = forward(*m, {word});
+      const attn::models::network_cache<float> cache = forward(*m, {word});
       const int64_t e = rows.dim();
       for (int64_t j = 0; j < e; ++j) {
         const float position = net.shape().positions > 0 ? net.trunk().position.value[static_cast<size_t>(j)] : 0.0f;
@@ -204,7 +204,7 @@ TEST(text_model_embed, an_inner_layer_is_the_residual_stream_a_shorter_network_e
   const auto stream = [&](int64_t k, const std::vector<std::string>& ws) {
     attn::nn::network_shape shape = net.shape();
     shape.layers = k + 1;
-    attn::nn::network<float> first(shape);
+    attn::models::network<float> first(shape);
     first.trunk().embedding.value = net.trunk().embedding.value;
     first.trunk().new_words.value = net.trunk().new_words.value;
     first.trunk().position.value = net.trunk().position.value;
@@ -216,7 +216,7 @@ TEST(text_model_embed, an_inner_layer_is_the_residual_stream_a_shorter_network_e
     attn::nn::batch b = attn::train::make_batch({&ex}, attn::text_task::classify);
     b.rows.clear();
     b.targets.clear();
-    attn::nn::network_cache<float> cache;
+    attn::models::network_cache<float> cache;
     first.forward(b, cache);
     return cache.trunk().stack;
   };

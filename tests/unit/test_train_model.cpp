@@ -18,7 +18,7 @@
 #include "attn/vectors.hpp"
 #include "gradient_check.hpp"
 #include "nn/dropout.hpp"
-#include "nn/network.hpp"
+#include "models/network.hpp"
 #include "train/dataset.hpp"
 #include "train/masking.hpp"
 #include "train/optimizer.hpp"
@@ -26,7 +26,7 @@
 
 namespace {
 
-using attn::nn::network;
+using attn::models::network;
 using attn::nn::network_shape;
 using attn::testing::expect_gradient;
 using attn::testing::expect_network_gradients;
@@ -67,12 +67,12 @@ void check_model_gradients(const network_shape& shape, const std::vector<int64_t
   randomise(net, rng);
   const attn::nn::batch b = random_batch(shape, lengths, task, rng);
   ASSERT_FALSE(b.rows.empty());
-  attn::nn::network_cache<double> cache;
+  attn::models::network_cache<double> cache;
   net.zero_grad();
   net.forward(b, cache, dropout_seed);
   net.backward(b, cache);
   const auto loss = [&] {  // the same seed draws the same dropout masks
-    attn::nn::network_cache<double> c;
+    attn::models::network_cache<double> c;
     return net.forward(b, c, dropout_seed);
   };
   expect_network_gradients(net, loss);
@@ -122,7 +122,7 @@ TEST(train_model, causal_word_window_never_sees_the_word_it_predicts) {
     e.inputs = {1, 2, 3, 4, 5, 6};
     e.outputs = {0, 1, 2, 3, 0, 1};
     attn::nn::batch b = attn::train::make_batch({&e}, attn::text_task::next_word);
-    attn::nn::network_cache<double> first, second;
+    attn::models::network_cache<double> first, second;
     net.forward(b, first);
     b.ids[3] = 8;
     net.forward(b, second);
@@ -203,12 +203,12 @@ void check_masked_word_gradients(bool train_table, std::vector<int64_t> output_r
   for (const auto& q : seqs) group.push_back(&q);
   const attn::nn::batch b = attn::train::make_masked_batch(group);
   ASSERT_EQ(b.rows.size(), 4u);
-  attn::nn::network_cache<double> cache;
+  attn::models::network_cache<double> cache;
   net.zero_grad();
   net.forward(b, cache, 0x5eedULL);
   net.backward(b, cache);
   const auto loss = [&] {
-    attn::nn::network_cache<double> c;
+    attn::models::network_cache<double> c;
     return net.forward(b, c, 0x5eedULL);
   };
   expect_network_gradients(net, loss);
@@ -244,12 +244,12 @@ TEST(train_model, causal_pre_norm_loss_at_every_position_matches_finite_differen
   for (const auto& q : seqs) group.push_back(&q);
   const attn::nn::batch b = attn::train::make_masked_batch(group);
   ASSERT_EQ(b.rows.size(), 5u + 1u + 3u);
-  attn::nn::network_cache<double> cache;
+  attn::models::network_cache<double> cache;
   net.zero_grad();
   net.forward(b, cache, 0x5eedULL);
   net.backward(b, cache);
   const auto loss = [&] {
-    attn::nn::network_cache<double> c;
+    attn::models::network_cache<double> c;
     return net.forward(b, c, 0x5eedULL);
   };
   expect_network_gradients(net, loss);
@@ -258,7 +258,7 @@ TEST(train_model, causal_pre_norm_loss_at_every_position_matches_finite_differen
   changed[0].ids.back() = (changed[0].ids.back() + 1) % 10;
   std::vector<const attn::train::masked_sequence*> group2;
   for (const auto& q : changed) group2.push_back(&q);
-  attn::nn::network_cache<double> other;
+  attn::models::network_cache<double> other;
   net.forward(attn::train::make_masked_batch(group2), other, 0);
   net.forward(b, cache, 0);
   for (size_t k = 0; k < cache.head().logits.size(); ++k) ASSERT_EQ(cache.head().logits[k], other.head().logits[k]) << k;
@@ -347,8 +347,8 @@ TEST(train_model, float32_gradients_match_float64_on_odd_shapes) {
       for (size_t j = 0; j < params[i]->value.size(); ++j)
         ref_params[i]->value[j] = params[i]->value[j];
     const attn::nn::batch b = random_batch(c.shape, c.lengths, c.task, rng);
-    attn::nn::network_cache<float> cache32;
-    attn::nn::network_cache<double> cache64;
+    attn::models::network_cache<float> cache32;
+    attn::models::network_cache<double> cache64;
     net.zero_grad();
     reference.zero_grad();
     const float loss32 = net.forward(b, cache32);

@@ -23,7 +23,7 @@
 #include "nn/network_shape.hpp"
 #include "nn/parameter.hpp"
 
-namespace attn::nn {
+namespace attn::models {
 
 // A forward's results (y, logits, …), in the cache type of the model that filled it; a forward
 // with another model's cache starts it afresh. The parts every model has are read through
@@ -74,10 +74,10 @@ class network {
   // model's each class's embedding row [C]; output_cutoffs: its adaptive softmax's cuts
   // c₀ < … < cₙ ≤ C over the classes (most frequent first; adaptive_output.hpp), or none for the
   // full softmax.
-  explicit network(const network_shape& shape, std::vector<int64_t> output_rows = {},
+  explicit network(const nn::network_shape& shape, std::vector<int64_t> output_rows = {},
                    std::vector<int64_t> output_cutoffs = {});
 
-  const network_shape& shape() const { return shape_; }
+  const nn::network_shape& shape() const { return shape_; }
   // A word model's three output products (the logits, and their gradients for the hidden rows and
   // the table) on bf16 operands with float32 sums, as PyTorch's autocast runs them: a training
   // choice (attn train --dtype bf16), not part of the model; off, every product is float32. The
@@ -85,15 +85,15 @@ class network {
   void set_output_bf16(bool on);
   // Every parameter in a fixed order, the model file's (the new words' and positional tables only
   // when present).
-  std::vector<parameter<T>*> parameters();
-  std::vector<const parameter<T>*> parameters() const;
+  std::vector<nn::parameter<T>*> parameters();
+  std::vector<const nn::parameter<T>*> parameters() const;
 
   // Fills cache (logits included) and returns the mean cross-entropy over the batch's rows
   // (0 when it has none or no targets). A nonzero dropout_seed trains: dropout draws its masks
   // from it; 0 evaluates.
-  T forward(const batch& b, network_cache<T>& cache, uint64_t dropout_seed = 0) const;
+  T forward(const nn::batch& b, network_cache<T>& cache, uint64_t dropout_seed = 0) const;
   // Adds the gradients of forward's loss to each trainable parameter's grad.
-  void backward(const batch& b, const network_cache<T>& cache);
+  void backward(const nn::batch& b, const network_cache<T>& cache);
   void zero_grad();
 
   // The model, when it is of kind M (models::classifier<T>, masked_lm<T>, causal_lm<T>); else null.
@@ -116,8 +116,8 @@ class network {
   models::tied_lm<T>& words();
   const models::tied_lm<T>& words() const;
 
-  network_shape shape_;
+  nn::network_shape shape_;
   std::variant<models::classifier<T>, models::masked_lm<T>, models::causal_lm<T>> model_;
 };
 
-}  // namespace attn::nn
+}  // namespace attn::models
