@@ -36,7 +36,7 @@ endif()
 
 install(EXPORT attn-targets NAMESPACE attn:: DESTINATION "${ATTN_CMAKE_DIR}")
 # The config needs to know whether a static libattn was installed: its private dependencies
-# (fmt, OpenMP, liblzma, zlib) must then be found by the user's project too.
+# (fmt, OpenMP, liblzma, zlib, SentencePiece) must then be found by the user's project too.
 set(ATTN_INSTALLED_SHARED ${BUILD_SHARED_LIBS})
 configure_package_config_file("${CMAKE_CURRENT_LIST_DIR}/attn-config.cmake.in"
   "${PROJECT_BINARY_DIR}/attn-config.cmake" INSTALL_DESTINATION "${ATTN_CMAKE_DIR}")
@@ -53,7 +53,7 @@ string(REGEX REPLACE "/$" "" ATTN_PC_TO_PREFIX "${ATTN_PC_TO_PREFIX}")
 if(BUILD_SHARED_LIBS)
   set(ATTN_PC_LIBS_PRIVATE "")
 else()
-  string(JOIN " " ATTN_PC_LIBS_PRIVATE -lfmt -llzma -lz ${OpenMP_CXX_FLAGS})
+  string(JOIN " " ATTN_PC_LIBS_PRIVATE -lfmt -llzma -lz -lsentencepiece -lsentencepiece_train ${OpenMP_CXX_FLAGS})
 endif()
 configure_file("${CMAKE_CURRENT_LIST_DIR}/attn.pc.in" "${PROJECT_BINARY_DIR}/attn.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/attn.pc" DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")

@@ -12,6 +12,7 @@ demo_packages=(
   nlohmann-json3-dev                 # JSON output and safetensors headers
   libfmt-dev                         # formatting (g++ 12 has no <format>)
   liblzma-dev zlib1g-dev             # corpora read compressed (.xz, .gz)
+  libsentencepiece-dev               # subword pieces (translation, a cased language model)
 )
 packages=(
   g++ cmake make pkg-config          # toolchain (C++20, CMake >= 3.25)
@@ -20,6 +21,7 @@ packages=(
   nlohmann-json3-dev                 # JSON output and safetensors headers
   libfmt-dev                         # formatting (g++ 12 has no <format>)
   liblzma-dev zlib1g-dev             # corpora read compressed (.xz, .gz)
+  libsentencepiece-dev               # subword pieces (translation, a cased language model)
   libgtest-dev libgmock-dev          # unit tests
   python3 python3-numpy python3-torch python3-pytest   # oracle tests against PyTorch
   pybind11-dev python3-dev           # the Python module
