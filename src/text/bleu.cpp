@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "attn/error.hpp"
 #include "text/python_split.hpp"
@@ -34,7 +35,9 @@ void replace_all(std::string& text, std::string_view from, std::string_view to) 
 }
 
 // One of mteval's two-character rules: where matches(text[i], text[i+1]), write rewrite(a, b)
-// and go on after both, as a regular expression's substitution consumes its match.
+// and go on after both, as a regular expression's substitution consumes its match. Bytes give
+// what Python's code points give: the rules test ASCII only, and each byte of a multi-byte
+// character is, like the character, neither a digit nor "." "," "-".
 template <typename Match, typename Rewrite>
 std::string apply_pair_rule(const std::string& text, Match matches, Rewrite rewrite) {
   std::string out;
