@@ -1,0 +1,148 @@
+// The pre-norm Transformer decoder layer's forward and backward (see decoder_block.hpp).
+#include "nn/decoder_block.hpp"
+
+#include <cstddef>
+
+#include "nn/layer_norm.hpp"
+#include "nn/linear_layer.hpp"
+#include "nn/scratch.hpp"
+
+namespace attn::nn {
+
+namespace {
+
+attention_shape self_shape(const decoder_block_shape& s) {
+  return {.batch = s.batch, .queries = s.target, .keys = s.target, .query_input = s.width, .key_input = s.width,
+          .width = s.width, .heads = s.heads};
+}
+
+attention_shape cross_shape(const decoder_block_shape& s) {
+  return {.batch = s.batch, .queries = s.target, .keys = s.source, .query_input = s.width, .key_input = s.width,
+          .width = s.width, .heads = s.heads};
+}
+
+attention_mask_spec causal_mask() {
+  attention_mask_spec m;
+  m.causal = true;  // (target padding needs no mask: a real position never sees one after it)
+  return m;
+}
+
+attention_mask_spec source_mask(const std::vector<int64_t>& lengths) {
+  attention_mask_spec m;
+  m.lengths = lengths;
+  return m;
+}
+
+}  // namespace
+
+template <class T>
+void decoder_parameters<T>::append_to(std::vector<parameter<T>*>& all) {
+  self_attention.append_to(all);
+  cross_attention.append_to(all);
+  for (parameter<T>* p : {&linear1_weight, &linear1_bias, &linear2_weight, &linear2_bias, &norm1_weight,
+                          &norm1_bias, &norm2_weight, &norm2_bias, &norm3_weight, &norm3_bias})
+    all.push_back(p);
+}
+
+template <class T>
+decoder_parameters<T> make_decoder_parameters(const std::string& prefix, int64_t e, int64_t f) {
+  decoder_parameters<T> d;
+  d.self_attention = make_attention_parameters<T>(prefix + "self_attn.", e, e);
+  d.cross_attention = make_attention_parameters<T>(prefix + "multihead_attn.", e, e);
+  d.linear1_weight = make_parameter<T>(prefix + "linear1.weight", {f, e}, true);
+  d.linear1_bias = make_parameter<T>(prefix + "linear1.bias", {f}, false);
+  d.linear2_weight = make_parameter<T>(prefix + "linear2.weight", {e, f}, true);
+  d.linear2_bias = make_parameter<T>(prefix + "linear2.bias", {e}, false);
+  for (auto [weight, bias, name] : {std::tuple{&d.norm1_weight, &d.norm1_bias, "norm1"},
+                                    std::tuple{&d.norm2_weight, &d.norm2_bias, "norm2"},
+                                    std::tuple{&d.norm3_weight, &d.norm3_bias, "norm3"}}) {
+    *weight = make_parameter<T>(prefix + name + ".weight", {e}, false);
+    *bias = make_parameter<T>(prefix + name + ".bias", {e}, false);
+  }
+  return d;
+}
+
+template <class T>
+void decoder_block_forward(const T* x, const T* memory, const std::vector<int64_t>& source_lengths,
+                           const decoder_parameters<T>& w, T* y, decoder_block_cache<T>& c,
+                           const decoder_block_shape& s) {
+  const int64_t n = s.batch * s.target, e = s.width, f = s.feedforward;
+  const auto rows = static_cast<std::size_t>(n * e);
+  for (std::vector<T>* v : {&c.normed1, &c.sum1, &c.normed2, &c.sum2, &c.normed3}) v->resize(rows);
+  for (std::vector<T>* v : {&c.mean1, &c.rstd1, &c.mean2, &c.rstd2, &c.mean3, &c.rstd3})
+    v->resize(static_cast<std::size_t>(n));
+  // sum1 = x + SelfAttention(LN₁(x))
+  layer_norm_forward(x, w.norm1_weight.value.data(), w.norm1_bias.value.data(), c.normed1.data(), c.mean1.data(),
+                     c.rstd1.data(), n, e);
+  attention_forward(c.normed1.data(), c.normed1.data(), w.self_attention.weights(), c.sum1.data(), c.self_attention,
+                    self_shape(s), causal_mask());
+  add_into(c.sum1.data(), x, n * e);
+  // sum2 = sum1 + CrossAttention(LN₂(sum1), memory)
+  layer_norm_forward(c.sum1.data(), w.norm2_weight.value.data(), w.norm2_bias.value.data(), c.normed2.data(),
+                     c.mean2.data(), c.rstd2.data(), n, e);
+  attention_forward(c.normed2.data(), memory, w.cross_attention.weights(), c.sum2.data(), c.cross_attention,
+                    cross_shape(s), source_mask(source_lengths));
+  add_into(c.sum2.data(), c.sum1.data(), n * e);
+  // y = sum2 + W₂·relu(W₁·LN₃(sum2) + b₁) + b₂
+  layer_norm_forward(c.sum2.data(), w.norm3_weight.value.data(), w.norm3_bias.value.data(), c.normed3.data(),
+                     c.mean3.data(), c.rstd3.data(), n, e);
+  c.pre.resize(static_cast<std::size_t>(n * f));
+  c.act.resize(c.pre.size());
+  linear_forward(c.normed3.data(), w.linear1_weight.value.data(), w.linear1_bias.value.data(), c.pre.data(), n, e, f);
+  relu_forward(c.pre.data(), c.act.data(), n * f);
+  linear_forward(c.act.data(), w.linear2_weight.value.data(), w.linear2_bias.value.data(), y, n, f, e);
+  add_into(y, c.sum2.data(), n * e);
+}
+
+template <class T>
+void decoder_block_backward(const T* dy, const T* x, const T* memory, const std::vector<int64_t>& source_lengths,
+                            decoder_parameters<T>& w, const decoder_block_cache<T>& c, T* dx, T* dmemory,
+                            const decoder_block_shape& s) {
+  const int64_t n = s.batch * s.target, e = s.width, f = s.feedforward;
+  // y = sum2 + feed-forward(LN₃(sum2)): sum2 gets dy directly and through LN₃
+  scratch<T> dact = scratch_zeros<T>(n * f), dpre = scratch_zeros<T>(n * f), dnormed = scratch_zeros<T>(n * e);
+  linear_backward(dy, c.act.data(), w.linear2_weight.value.data(), dact.data(), w.linear2_weight.grad.data(),
+                  w.linear2_bias.grad.data(), n, f, e);
+  relu_backward(dact.data(), c.pre.data(), dpre.data(), n * f);
+  linear_backward(dpre.data(), c.normed3.data(), w.linear1_weight.value.data(), dnormed.data(),
+                  w.linear1_weight.grad.data(), w.linear1_bias.grad.data(), n, e, f);
+  scratch<T> dsum2 = scratch_copy(dy, n * e);
+  layer_norm_backward(dnormed.data(), c.sum2.data(), w.norm3_weight.value.data(), c.mean3.data(), c.rstd3.data(),
+                      dsum2.data(), w.norm3_weight.grad.data(), w.norm3_bias.grad.data(), n, e);
+  // sum2 = sum1 + CrossAttention(LN₂(sum1), memory): the memory's gradient leaves here
+  scratch<T> dnormed2 = scratch_zeros<T>(n * e);
+  attention_backward(dsum2.data(), c.normed2.data(), memory, w.cross_attention.weights(), c.cross_attention,
+                     dnormed2.data(), dmemory, w.cross_attention.grads(), cross_shape(s), source_mask(source_lengths));
+  scratch<T> dsum1 = scratch_copy(dsum2.data(), n * e);
+  layer_norm_backward(dnormed2.data(), c.sum1.data(), w.norm2_weight.value.data(), c.mean2.data(), c.rstd2.data(),
+                      dsum1.data(), w.norm2_weight.grad.data(), w.norm2_bias.grad.data(), n, e);
+  // sum1 = x + SelfAttention(LN₁(x))
+  scratch<T> dnormed1 = scratch_zeros<T>(n * e);
+  attention_backward(dsum1.data(), c.normed1.data(), c.normed1.data(), w.self_attention.weights(),
+                     c.self_attention, dnormed1.data(), dnormed1.data(), w.self_attention.grads(), self_shape(s),
+                     causal_mask());
+  if (dx == nullptr) {  // the weights' gradients still need LN₁'s
+    scratch<T> unused = scratch_zeros<T>(n * e);
+    layer_norm_backward(dnormed1.data(), x, w.norm1_weight.value.data(), c.mean1.data(), c.rstd1.data(),
+                        unused.data(), w.norm1_weight.grad.data(), w.norm1_bias.grad.data(), n, e);
+    return;
+  }
+  layer_norm_backward(dnormed1.data(), x, w.norm1_weight.value.data(), c.mean1.data(), c.rstd1.data(), dx,
+                      w.norm1_weight.grad.data(), w.norm1_bias.grad.data(), n, e);
+  add_into(dx, dsum1.data(), n * e);
+}
+
+#define ATTN_INSTANTIATE(T)                                                                                      \
+  template struct decoder_parameters<T>;                                                                         \
+  template decoder_parameters<T> make_decoder_parameters<T>(const std::string&, int64_t, int64_t);              \
+  template void decoder_block_forward<T>(const T*, const T*, const std::vector<int64_t>&,                       \
+                                         const decoder_parameters<T>&, T*, decoder_block_cache<T>&,             \
+                                         const decoder_block_shape&);                                           \
+  template void decoder_block_backward<T>(const T*, const T*, const T*, const std::vector<int64_t>&,            \
+                                          decoder_parameters<T>&, const decoder_block_cache<T>&, T*, T*,        \
+                                          const decoder_block_shape&);
+ATTN_INSTANTIATE(float)
+ATTN_INSTANTIATE(double)
+#undef ATTN_INSTANTIATE
+
+}  // namespace attn::nn

@@ -1,0 +1,61 @@
+// A Transformer decoder layer, pre-norm, as PyTorch's nn.TransformerDecoderLayer(norm_first=True,
+// activation ReLU): causal self-attention over the target so far, then cross-attention — queries
+// from the target, keys and values from the encoder's output (the memory) — then feed-forward,
+// each on a layer-normed input and added to the residual stream:
+//   sum1 = x + SelfAttention(LN₁(x))               (causal: target position t sees ≤ t)
+//   sum2 = sum1 + CrossAttention(LN₂(sum1), memory)  (source key padding: a sentence's own words)
+//   y    = sum2 + W₂·relu(W₁·LN₃(sum2) + b₁) + b₂
+// The encoder–decoder translator (src/models/) stacks these over an encoder of encoder_block's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nn/attention_layer.hpp"
+#include "nn/parameter.hpp"
+
+namespace attn::nn {
+
+struct decoder_block_shape {
+  int64_t batch = 0;
+  int64_t target = 0, source = 0;  // L (target positions), S (memory positions)
+  int64_t width = 0;               // E, the target's and the memory's width
+  int64_t heads = 1;
+  int64_t feedforward = 0;         // F
+};
+
+// nn.TransformerDecoderLayer's parameters under "PREFIX": self_attn, multihead_attn (the
+// cross-attention), linear1, linear2, norm1, norm2, norm3.
+template <class T>
+struct decoder_parameters {
+  attention_parameters<T> self_attention, cross_attention;
+  parameter<T> norm1_weight, norm1_bias, norm2_weight, norm2_bias, norm3_weight, norm3_bias;
+  parameter<T> linear1_weight, linear1_bias, linear2_weight, linear2_bias;
+  void append_to(std::vector<parameter<T>*>& all);  // in the model file's order
+};
+template <class T>
+decoder_parameters<T> make_decoder_parameters(const std::string& prefix, int64_t width, int64_t feedforward);
+
+template <class T>
+struct decoder_block_cache {
+  std::vector<T> normed1, sum1, normed2, sum2, normed3, pre, act;
+  std::vector<T> mean1, rstd1, mean2, rstd2, mean3, rstd3;
+  attention_cache<T> self_attention, cross_attention;
+};
+
+// x [B, L, E], memory [B, S, E] → y [B, L, E]. source_lengths [B]: each sentence's real memory
+// positions (empty: all S).
+template <class T>
+void decoder_block_forward(const T* x, const T* memory, const std::vector<int64_t>& source_lengths,
+                           const decoder_parameters<T>& w, T* y, decoder_block_cache<T>& cache,
+                           const decoder_block_shape& s);
+
+// dy [B, L, E] → dx [B, L, E] += and dmemory [B, S, E] += (each skipped when null), the
+// weights' gradients +=.
+template <class T>
+void decoder_block_backward(const T* dy, const T* x, const T* memory, const std::vector<int64_t>& source_lengths,
+                            decoder_parameters<T>& w, const decoder_block_cache<T>& cache, T* dx, T* dmemory,
+                            const decoder_block_shape& s);
+
+}  // namespace attn::nn
