@@ -1,0 +1,200 @@
+// The translator's forward and backward, layer by layer (see translator.hpp).
+#include "models/translator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "nn/dropout.hpp"
+#include "nn/embedding.hpp"
+#include "nn/layer_norm.hpp"
+#include "nn/linear_layer.hpp"
+#include "nn/scratch.hpp"
+#include "nn/smoothed_cross_entropy.hpp"
+
+namespace attn::models {
+
+using nn::make_parameter;
+
+double sinusoid(int64_t t, int64_t j, int64_t width) {
+  // PE(t, 2i) = sin(t / 10000^(2i/E)), PE(t, 2i + 1) = cos(t / 10000^(2i/E))
+  const double angle = static_cast<double>(t) / std::pow(10000.0, static_cast<double>(j - j % 2) / static_cast<double>(width));
+  return j % 2 == 0 ? std::sin(angle) : std::cos(angle);
+}
+
+template <class T>
+translator<T>::translator(const translator_shape& s) : shape_(s) {
+  const int64_t e = s.width, f = s.feedforward;
+  embedding = make_parameter<T>("embedding.weight", {s.vocabulary, e}, false);
+  for (int64_t i = 0; i < s.encoder_layers; ++i) {
+    encoder.push_back(nn::make_encoder_parameters<T>(i, e, f));
+    std::vector<nn::parameter<T>*> all;
+    encoder.back().append_to(all);
+    for (nn::parameter<T>* p : all) p->name = "encoder." + p->name;  // encoder.layers.N.…
+  }
+  encoder_norm_weight = make_parameter<T>("encoder.norm.weight", {e}, false);
+  encoder_norm_bias = make_parameter<T>("encoder.norm.bias", {e}, false);
+  for (int64_t i = 0; i < s.decoder_layers; ++i)
+    decoder.push_back(nn::make_decoder_parameters<T>("decoder.layers." + std::to_string(i) + ".", e, f));
+  decoder_norm_weight = make_parameter<T>("decoder.norm.weight", {e}, false);
+  decoder_norm_bias = make_parameter<T>("decoder.norm.bias", {e}, false);
+}
+
+template <class T>
+void translator<T>::append_parameters(std::vector<nn::parameter<T>*>& all) {
+  all.push_back(&embedding);
+  for (nn::encoder_parameters<T>& l : encoder) l.append_to(all);
+  all.push_back(&encoder_norm_weight);
+  all.push_back(&encoder_norm_bias);
+  for (nn::decoder_parameters<T>& l : decoder) l.append_to(all);
+  all.push_back(&decoder_norm_weight);
+  all.push_back(&decoder_norm_bias);
+}
+
+template <class T>
+nn::encoder_block_shape translator<T>::encoder_shape(const translation_batch& b) const {
+  return {{b.size, b.source_length, shape_.width, shape_.width, shape_.heads}, shape_.feedforward, true};
+}
+
+template <class T>
+nn::decoder_block_shape translator<T>::decoder_shape(const translation_batch& b) const {
+  return {.batch = b.size, .target = b.target_length, .source = b.source_length, .width = shape_.width,
+          .heads = shape_.heads, .feedforward = shape_.feedforward};
+}
+
+template <class T>
+void translator<T>::embed(const std::vector<int64_t>& ids, int64_t batch, int64_t length, std::vector<T>& x,
+                          std::vector<T>& drop, uint64_t dropout_seed) const {
+  const int64_t e = shape_.width, n = batch * length;
+  x.resize(static_cast<size_t>(n * e));
+  nn::embedding_forward(ids.data(), embedding.value.data(), shape_.vocabulary, static_cast<const T*>(nullptr),
+                        x.data(), n, e);
+  const double scale = std::sqrt(static_cast<double>(e));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < e; ++j) {
+      T& v = x[static_cast<size_t>(i * e + j)];
+      v = static_cast<T>(static_cast<double>(v) * scale + sinusoid(i % length, j, e));
+    }
+  const bool dropout = dropout_seed != 0 && shape_.dropout > 0;
+  drop.resize(dropout ? x.size() : 0);
+  if (dropout) {
+    nn::dropout_mask(dropout_seed, shape_.dropout, drop.data(), n * e);
+    nn::dropout_apply(drop.data(), x.data(), n * e);
+  }
+}
+
+template <class T>
+T translator<T>::forward(const translation_batch& b, translator_cache<T>& c, uint64_t dropout_seed) const {
+  const int64_t e = shape_.width, v = shape_.vocabulary;
+  const int64_t sources = b.size * b.source_length, targets = b.size * b.target_length;
+  // the encoder: source → memory
+  embed(b.source, b.size, b.source_length, c.source_x, c.source_drop, dropout_seed);
+  nn::attention_mask_spec padding;
+  padding.lengths = b.source_lengths;
+  c.encoder.resize(encoder.size());
+  c.encoder_out.resize(encoder.size());
+  const T* in = c.source_x.data();
+  for (size_t i = 0; i < encoder.size(); ++i) {
+    c.encoder_out[i].resize(static_cast<size_t>(sources * e));
+    nn::encoder_block_forward(in, encoder[i].weights(), c.encoder_out[i].data(), c.encoder[i], encoder_shape(b),
+                              padding);
+    in = c.encoder_out[i].data();
+  }
+  c.memory.resize(static_cast<size_t>(sources * e));
+  c.memory_mean.resize(static_cast<size_t>(sources));
+  c.memory_rstd.resize(static_cast<size_t>(sources));
+  nn::layer_norm_forward(in, encoder_norm_weight.value.data(), encoder_norm_bias.value.data(), c.memory.data(),
+                         c.memory_mean.data(), c.memory_rstd.data(), sources, e);
+  // the decoder: target so far + memory → each position's vector (~seed: a mask apart from the source's)
+  embed(b.target_in, b.size, b.target_length, c.target_x, c.target_drop, dropout_seed != 0 ? ~dropout_seed : 0);
+  c.decoder.resize(decoder.size());
+  c.decoder_out.resize(decoder.size());
+  in = c.target_x.data();
+  for (size_t i = 0; i < decoder.size(); ++i) {
+    c.decoder_out[i].resize(static_cast<size_t>(targets * e));
+    nn::decoder_block_forward(in, c.memory.data(), b.source_lengths, decoder[i], c.decoder_out[i].data(),
+                              c.decoder[i], decoder_shape(b));
+    in = c.decoder_out[i].data();
+  }
+  c.y.resize(static_cast<size_t>(targets * e));
+  c.y_mean.resize(static_cast<size_t>(targets));
+  c.y_rstd.resize(static_cast<size_t>(targets));
+  nn::layer_norm_forward(in, decoder_norm_weight.value.data(), decoder_norm_bias.value.data(), c.y.data(),
+                         c.y_mean.data(), c.y_rstd.data(), targets, e);
+  // the real target positions' scores against the embedding rows
+  c.rows.clear();
+  c.targets.clear();
+  for (int64_t i = 0; i < targets; ++i)
+    if (b.target_out[static_cast<size_t>(i)] >= 0) {
+      c.rows.push_back(i);
+      c.targets.push_back(b.target_out[static_cast<size_t>(i)]);
+    }
+  const auto r = static_cast<int64_t>(c.rows.size());
+  c.scored.resize(static_cast<size_t>(r * e));
+  for (int64_t k = 0; k < r; ++k)
+    std::copy_n(c.y.data() + c.rows[static_cast<size_t>(k)] * e, e, c.scored.data() + k * e);
+  c.logits.resize(static_cast<size_t>(r * v));
+  c.row_lse.resize(static_cast<size_t>(r));
+  nn::linear_forward(c.scored.data(), embedding.value.data(), static_cast<const T*>(nullptr), c.logits.data(), r, e, v);
+  return nn::smoothed_cross_entropy_forward(c.logits.data(), c.targets.data(), r, v, shape_.label_smoothing,
+                                            c.row_lse.data());
+}
+
+template <class T>
+void translator<T>::backward(const translation_batch& b, const translator_cache<T>& c) {
+  const int64_t e = shape_.width, v = shape_.vocabulary;
+  const int64_t sources = b.size * b.source_length, targets = b.size * b.target_length;
+  const auto r = static_cast<int64_t>(c.rows.size());
+  // logits = scored·embeddingᵀ
+  nn::scratch<T> dlogits = nn::scratch_zeros<T>(r * v), dscored = nn::scratch_zeros<T>(r * e);
+  nn::smoothed_cross_entropy_backward(c.logits.data(), c.targets.data(), c.row_lse.data(), dlogits.data(), r, v,
+                                      shape_.label_smoothing);
+  nn::linear_backward(dlogits.data(), c.scored.data(), embedding.value.data(), dscored.data(), embedding.grad.data(),
+                      static_cast<T*>(nullptr), r, e, v);
+  std::vector<T> dy(static_cast<size_t>(targets * e), T(0));
+  for (int64_t k = 0; k < r; ++k)
+    for (int64_t j = 0; j < e; ++j) dy[static_cast<size_t>(c.rows[static_cast<size_t>(k)] * e + j)] += dscored.data()[k * e + j];
+  // the decoder's final norm, then its layers from the last; the memory gathers every layer's gradient
+  const T* last = decoder.empty() ? c.target_x.data() : c.decoder_out.back().data();
+  std::vector<T> dout(dy.size(), T(0)), din;
+  nn::layer_norm_backward(dy.data(), last, decoder_norm_weight.value.data(), c.y_mean.data(), c.y_rstd.data(),
+                          dout.data(), decoder_norm_weight.grad.data(), decoder_norm_bias.grad.data(), targets, e);
+  std::vector<T> dmemory(static_cast<size_t>(sources * e), T(0));
+  for (size_t i = decoder.size(); i-- > 0;) {
+    const T* in = i == 0 ? c.target_x.data() : c.decoder_out[i - 1].data();
+    din.assign(dout.size(), T(0));
+    nn::decoder_block_backward(dout.data(), in, c.memory.data(), b.source_lengths, decoder[i], c.decoder[i],
+                               din.data(), dmemory.data(), decoder_shape(b));
+    std::swap(dout, din);
+  }
+  // the target's embeddings: x = dropout(embedding[id]·√E + position)
+  const double scale = std::sqrt(static_cast<double>(e));
+  const auto embedding_backward = [&](const std::vector<int64_t>& ids, std::vector<T>& dx, const std::vector<T>& drop) {
+    if (!drop.empty()) nn::dropout_apply(drop.data(), dx.data(), static_cast<int64_t>(dx.size()));
+    for (T& g : dx) g = static_cast<T>(static_cast<double>(g) * scale);
+    nn::embedding_backward(ids.data(), dx.data(), embedding.grad.data(), v, static_cast<T*>(nullptr),
+                           static_cast<int64_t>(ids.size()), e);
+  };
+  embedding_backward(b.target_in, dout, c.target_drop);
+  // the encoder's final norm and layers, from the memory's gradient
+  const T* encoded = encoder.empty() ? c.source_x.data() : c.encoder_out.back().data();
+  std::vector<T> dsource(dmemory.size(), T(0));
+  nn::layer_norm_backward(dmemory.data(), encoded, encoder_norm_weight.value.data(), c.memory_mean.data(),
+                          c.memory_rstd.data(), dsource.data(), encoder_norm_weight.grad.data(),
+                          encoder_norm_bias.grad.data(), sources, e);
+  nn::attention_mask_spec padding;
+  padding.lengths = b.source_lengths;
+  for (size_t i = encoder.size(); i-- > 0;) {
+    const T* in = i == 0 ? c.source_x.data() : c.encoder_out[i - 1].data();
+    din.assign(dsource.size(), T(0));
+    nn::encoder_block_backward(dsource.data(), in, encoder[i].weights(), c.encoder[i], din.data(), encoder[i].grads(),
+                               encoder_shape(b), padding);
+    std::swap(dsource, din);
+  }
+  embedding_backward(b.source, dsource, c.source_drop);
+}
+
+template class translator<float>;
+template class translator<double>;
+
+}  // namespace attn::models

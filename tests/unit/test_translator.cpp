@@ -1,0 +1,119 @@
+// The translator (models/translator.hpp): every parameter's gradient against finite differences in
+// double (two encoder and two decoder layers, label smoothing, sentences of unequal lengths on both
+// sides); the loss is plain cross-entropy at ε = 0 and a uniform model's is log V; padded source
+// and target positions change nothing; float against double.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "gradient_check.hpp"
+#include "models/translator.hpp"
+
+namespace {
+
+using attn::models::translation_batch;
+using attn::models::translator;
+using attn::models::translator_cache;
+using attn::models::translator_shape;
+
+const translator_shape shape{.vocabulary = 11, .width = 8, .heads = 2, .encoder_layers = 2, .decoder_layers = 2,
+                             .feedforward = 12, .dropout = 0.0, .label_smoothing = 0.1};
+
+// Two pairs: sources of 5 and 3 pieces, targets of 3 and 2 (+ </s>); −1 pads.
+translation_batch pairs() {
+  translation_batch b;
+  b.size = 2;
+  b.source_length = 5;
+  b.target_length = 4;
+  b.source = {4, 5, 6, 7, 3, 8, 9, 3, -1, -1};
+  b.source_lengths = {5, 3};
+  b.target_in = {2, 4, 9, 10, 2, 6, 5, -1};
+  b.target_out = {4, 9, 10, 3, 6, 5, 3, -1};
+  return b;
+}
+
+template <class T>
+void randomise(translator<T>& m, std::mt19937& rng) {
+  std::vector<attn::nn::parameter<T>*> all;
+  m.append_parameters(all);
+  for (auto* p : all) {
+    const bool norm_weight = p->name.find("norm") != std::string::npos && p->name.ends_with("weight");
+    for (T& v : p->value) v = static_cast<T>((norm_weight ? 1.0 : 0.0) + attn::testing::random_values(1, rng, 0.4)[0]);
+  }
+}
+
+TEST(translator, every_gradient_matches_finite_differences) {
+  std::mt19937 rng(3);
+  translator<double> m(shape);
+  randomise(m, rng);
+  const translation_batch b = pairs();
+  translator_cache<double> cache;
+  const auto loss = [&] { return static_cast<double>(m.forward(b, cache, 0)); };
+  loss();
+  m.backward(b, cache);
+  std::vector<attn::nn::parameter<double>*> all;
+  m.append_parameters(all);
+  EXPECT_EQ(all.size(), 1u + 2 * 16 + 2 + 2 * 26 + 2);
+  for (auto* p : all) attn::testing::expect_gradient(p->value, p->grad, loss, p->name, 120);
+}
+
+TEST(translator, loss_is_cross_entropy_without_smoothing_and_log_v_when_uniform) {
+  translator_shape plain = shape;
+  plain.label_smoothing = 0.0;
+  translator<double> zero(plain);  // every weight zero: the layer norms' output is 0, every score 0
+  translator_cache<double> cache;
+  EXPECT_NEAR(zero.forward(pairs(), cache, 0), std::log(11.0), 1e-12);
+  EXPECT_EQ(cache.rows.size(), 7u);  // four and three real target positions
+  translator<double> smoothed(shape);  // uniform scores: smoothing changes nothing
+  EXPECT_NEAR(smoothed.forward(pairs(), cache, 0), std::log(11.0), 1e-12);
+}
+
+TEST(translator, padding_changes_nothing_and_targets_see_only_their_past) {
+  std::mt19937 rng(4);
+  translator<double> m(shape);
+  randomise(m, rng);
+  translation_batch b = pairs();
+  translator_cache<double> c1, c2;
+  m.forward(b, c1, 0);
+  b.source[8] = 7;  // the second source's padding, now a word its length leaves out
+  b.source[9] = 9;
+  b.target_in[7] = 8;  // the second target's padding
+  m.forward(b, c2, 0);
+  EXPECT_EQ(c1.logits, c2.logits);
+  // changing the first target's last input word leaves its earlier positions' scores alone
+  b.target_in[3] = 5;
+  m.forward(b, c2, 0);
+  for (size_t j = 0; j < 3 * 11; ++j) EXPECT_EQ(c1.logits[j], c2.logits[j]) << j;
+  EXPECT_NE(c1.logits[3 * 11], c2.logits[3 * 11]);
+}
+
+TEST(translator, float_matches_double) {
+  std::mt19937 rng(5);
+  translator<double> md(shape);
+  randomise(md, rng);
+  translator<float> mf(shape);
+  std::vector<attn::nn::parameter<double>*> pd;
+  std::vector<attn::nn::parameter<float>*> pf;
+  md.append_parameters(pd);
+  mf.append_parameters(pf);
+  for (size_t i = 0; i < pd.size(); ++i) pf[i]->value.assign(pd[i]->value.begin(), pd[i]->value.end());
+  translator_cache<double> cd;
+  translator_cache<float> cf;
+  const double ld = md.forward(pairs(), cd, 0);
+  const float lf = mf.forward(pairs(), cf, 0);
+  EXPECT_NEAR(lf, ld, 1e-5 * ld);
+  md.backward(pairs(), cd);
+  mf.backward(pairs(), cf);
+  attn::testing::expect_gradients_match(pf, pd, 1e-4, "translator");
+}
+
+TEST(translator, sinusoids_are_vaswanis) {
+  EXPECT_DOUBLE_EQ(attn::models::sinusoid(0, 0, 8), 0.0);
+  EXPECT_DOUBLE_EQ(attn::models::sinusoid(0, 1, 8), 1.0);
+  EXPECT_DOUBLE_EQ(attn::models::sinusoid(3, 2, 8), std::sin(3.0 / std::pow(10000.0, 2.0 / 8.0)));
+  EXPECT_DOUBLE_EQ(attn::models::sinusoid(3, 3, 8), std::cos(3.0 / std::pow(10000.0, 2.0 / 8.0)));
+}
+
+}  // namespace
