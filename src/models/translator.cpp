@@ -1,10 +1,13 @@
 // The translator's forward and backward, layer by layer (see translator.hpp).
 #include "models/translator.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
 
+#include "attn/error.hpp"
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
 #include "nn/layer_norm.hpp"
@@ -84,10 +87,8 @@ void translator<T>::embed(const std::vector<int64_t>& ids, int64_t batch, int64_
 }
 
 template <class T>
-T translator<T>::forward(const translation_batch& b, translator_cache<T>& c, uint64_t dropout_seed) const {
-  const int64_t e = shape_.width, v = shape_.vocabulary;
-  const int64_t sources = b.size * b.source_length, targets = b.size * b.target_length;
-  // the encoder: source → memory
+void translator<T>::encode(const translation_batch& b, translator_cache<T>& c, uint64_t dropout_seed) const {
+  const int64_t e = shape_.width, sources = b.size * b.source_length;
   embed(b.source, b.size, b.source_length, c.source_x, c.source_drop, dropout_seed);
   nn::attention_mask_spec padding;
   padding.lengths = b.source_lengths;
@@ -105,11 +106,18 @@ T translator<T>::forward(const translation_batch& b, translator_cache<T>& c, uin
   c.memory_rstd.resize(static_cast<size_t>(sources));
   nn::layer_norm_forward(in, encoder_norm_weight.value.data(), encoder_norm_bias.value.data(), c.memory.data(),
                          c.memory_mean.data(), c.memory_rstd.data(), sources, e);
+}
+
+template <class T>
+T translator<T>::forward(const translation_batch& b, translator_cache<T>& c, uint64_t dropout_seed) const {
+  const int64_t e = shape_.width, v = shape_.vocabulary, targets = b.size * b.target_length;
+  // the encoder: source → memory
+  encode(b, c, dropout_seed);
   // the decoder: target so far + memory → each position's vector (~seed: a mask apart from the source's)
   embed(b.target_in, b.size, b.target_length, c.target_x, c.target_drop, dropout_seed != 0 ? ~dropout_seed : 0);
   c.decoder.resize(decoder.size());
   c.decoder_out.resize(decoder.size());
-  in = c.target_x.data();
+  const T* in = c.target_x.data();
   for (size_t i = 0; i < decoder.size(); ++i) {
     c.decoder_out[i].resize(static_cast<size_t>(targets * e));
     nn::decoder_block_forward(in, c.memory.data(), b.source_lengths, decoder[i], c.decoder_out[i].data(),
@@ -196,5 +204,53 @@ void translator<T>::backward(const translation_batch& b, const translator_cache<
 
 template class translator<float>;
 template class translator<double>;
+
+translator_decoder::translator_decoder(const translator<float>& model, std::span<const int64_t> source,
+                                       int64_t capacity)
+    : model_(&model), source_length_(static_cast<int64_t>(source.size())), capacity_(capacity) {
+  const translator_shape& s = model.shape();
+  if (source.empty()) throw_usage("nothing to translate (no source pieces)");
+  translation_batch b;
+  b.size = 1;
+  b.source_length = source_length_;
+  b.source.assign(source.begin(), source.end());
+  b.source_lengths = {source_length_};
+  translator_cache<float> c;
+  model.encode(b, c, 0);
+  cross_ = std::make_shared<std::vector<nn::attention_cache<float>>>(model.decoder.size());
+  const nn::attention_shape cross{.batch = 1, .queries = 1, .keys = source_length_, .query_input = s.width,
+                                  .key_input = s.width, .width = s.width, .heads = s.heads};
+  for (size_t i = 0; i < model.decoder.size(); ++i)
+    nn::attention_keys_values_forward(c.memory.data(), model.decoder[i].cross_attention.weights(), (*cross_)[i], cross);
+  self_kv_.resize(model.decoder.size());
+  for (nn::self_attention_kv& kv : self_kv_) kv.reset(s.width, capacity_);
+}
+
+const std::vector<float>& translator_decoder::step(int64_t id) {
+  const translator<float>& m = *model_;
+  const translator_shape& s = m.shape();
+  const int64_t e = s.width;
+  if (length_ >= capacity_) throw_usage(fmt::format("a translation longer than {} pieces", capacity_));
+  if (id < 0 || id >= s.vocabulary) throw_usage(fmt::format("piece {} is not among the model's {}", id, s.vocabulary));
+  // x = embedding[id]·√E + position, as forward's embed
+  x_.resize(static_cast<size_t>(e));
+  const double scale = std::sqrt(static_cast<double>(e));
+  for (int64_t j = 0; j < e; ++j)
+    x_[static_cast<size_t>(j)] = static_cast<float>(
+        static_cast<double>(m.embedding.value[static_cast<size_t>(id * e + j)]) * scale + sinusoid(length_, j, e));
+  const nn::decoder_block_shape block{.batch = 1, .target = 1, .source = source_length_, .width = e,
+                                      .heads = s.heads, .feedforward = s.feedforward};
+  for (size_t i = 0; i < m.decoder.size(); ++i)
+    nn::decoder_block_row_forward(x_.data(), m.decoder[i], self_kv_[i], length_, (*cross_)[i], block, block_);
+  normed_.resize(static_cast<size_t>(e));
+  mean_.resize(1);
+  rstd_.resize(1);
+  nn::layer_norm_forward(x_.data(), m.decoder_norm_weight.value.data(), m.decoder_norm_bias.value.data(),
+                         normed_.data(), mean_.data(), rstd_.data(), int64_t{1}, e);
+  logits_.resize(static_cast<size_t>(s.vocabulary));
+  nn::linear_row_forward(normed_.data(), m.embedding.value.data(), nullptr, logits_.data(), e, s.vocabulary);
+  ++length_;
+  return logits_;
+}
 
 }  // namespace attn::models

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "nn/decoder_block.hpp"
@@ -66,6 +68,8 @@ class translator {
   T forward(const translation_batch& b, translator_cache<T>& cache, uint64_t dropout_seed) const;
   // Adds the gradients of forward's loss to every parameter's grad.
   void backward(const translation_batch& b, const translator_cache<T>& cache);
+  // The encoder alone: the batch's sources → cache.memory [B, S, E] (forward's first half).
+  void encode(const translation_batch& b, translator_cache<T>& cache, uint64_t dropout_seed) const;
 
   const translator_shape& shape() const { return shape_; }
 
@@ -87,5 +91,32 @@ class translator {
 
 // Vaswani's sinusoid at position t, dimension j of E.
 double sinusoid(int64_t t, int64_t j, int64_t width);
+
+// The translator run one target token at a time for one source sentence: the encoder runs once,
+// each decoder layer's cross-attention keys and values are projected once, and the decoder's
+// self-attention keeps a key-value cache, so a new token costs one row through the decoder.
+// step() gives the logits forward gives at the same position (tests hold the two together).
+// Copies (beam search's hypotheses) share the sentence's memory and cross-attention keys and
+// values (read-only while stepping: the copies of one sentence step one after another) and each
+// keep their own cache. The model must outlive the decoder.
+class translator_decoder {
+ public:
+  // source: the sentence's pieces (ending in </s>), none padding; capacity: the most target
+  // tokens it will read (a usage error past it).
+  translator_decoder(const translator<float>& model, std::span<const int64_t> source, int64_t capacity);
+
+  // Reads the token at position length(); returns the logits of the token after it [V].
+  const std::vector<float>& step(int64_t id);
+  int64_t length() const { return length_; }
+  int64_t source_length() const { return source_length_; }
+
+ private:
+  const translator<float>* model_;
+  int64_t source_length_ = 0, capacity_ = 0, length_ = 0;
+  std::shared_ptr<std::vector<nn::attention_cache<float>>> cross_;  // each decoder layer's
+  std::vector<nn::self_attention_kv> self_kv_;                       // each decoder layer's
+  std::vector<float> x_, normed_, mean_, rstd_, logits_;
+  nn::decoder_block_row_scratch block_;
+};
 
 }  // namespace attn::models

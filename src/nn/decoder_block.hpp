@@ -14,6 +14,7 @@
 
 #include "nn/attention_layer.hpp"
 #include "nn/parameter.hpp"
+#include "nn/self_attention_layer.hpp"
 
 namespace attn::nn {
 
@@ -57,5 +58,18 @@ template <class T>
 void decoder_block_backward(const T* dy, const T* x, const T* memory, const std::vector<int64_t>& source_lengths,
                             decoder_parameters<T>& w, const decoder_block_cache<T>& cache, T* dx, T* dmemory,
                             const decoder_block_shape& s);
+
+// The one-row path (translation, float): x [E], the residual stream of the target token at
+// position t, passes the block in place, as decoder_block_forward takes that row (the same steps
+// in the same order with one-row products). self_kv gains position t's key and value; cross
+// holds the memory's keys and values for one sentence (attention_keys_values_forward, once),
+// its source_length positions all real. s.batch and s.target are unused.
+struct decoder_block_row_scratch {
+  self_attention_row_scratch self_attention;
+  std::vector<float> normed, attended, pre, mean, rstd;
+};
+void decoder_block_row_forward(float* x, const decoder_parameters<float>& w, self_attention_kv& self_kv, int64_t t,
+                               attention_cache<float>& cross, const decoder_block_shape& s,
+                               decoder_block_row_scratch& scratch);
 
 }  // namespace attn::nn

@@ -4,11 +4,13 @@
 // and target positions change nothing; float against double.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "gradient_check.hpp"
+#include "attn/error.hpp"
 #include "models/translator.hpp"
 
 namespace {
@@ -114,6 +116,78 @@ TEST(translator, sinusoids_are_vaswanis) {
   EXPECT_DOUBLE_EQ(attn::models::sinusoid(0, 1, 8), 1.0);
   EXPECT_DOUBLE_EQ(attn::models::sinusoid(3, 2, 8), std::sin(3.0 / std::pow(10000.0, 2.0 / 8.0)));
   EXPECT_DOUBLE_EQ(attn::models::sinusoid(3, 3, 8), std::cos(3.0 / std::pow(10000.0, 2.0 / 8.0)));
+}
+
+}  // namespace
+
+#include "decode/beam_search.hpp"
+#include "decode/translation_decoding.hpp"
+
+namespace {
+
+// The one-row decoder (translator_decoder) against the batched forward: the same logits at every
+// target position; and beam search with beam 1 is its greedy argmax path.
+TEST(translator, the_one_row_decoder_gives_forwards_logits) {
+  std::mt19937 rng(8);
+  translator<float> m(shape);
+  randomise(m, rng);
+  translation_batch b;
+  b.size = 1;
+  b.source_length = 4;
+  b.target_length = 5;
+  b.source = {5, 8, 6, 3};
+  b.source_lengths = {4};
+  b.target_in = {2, 4, 9, 10, 7};
+  b.target_out = {4, 9, 10, 7, 3};
+  translator_cache<float> cache;
+  m.forward(b, cache, 0);
+  attn::models::translator_decoder d(m, b.source, 8);
+  for (size_t t = 0; t < b.target_in.size(); ++t) {
+    const std::vector<float>& logits = d.step(b.target_in[t]);
+    ASSERT_EQ(logits.size(), 11u);
+    for (size_t j = 0; j < logits.size(); ++j)
+      EXPECT_NEAR(logits[j], cache.logits[t * 11 + j], 2e-5 * (1 + std::fabs(cache.logits[t * 11 + j]))) << t << "," << j;
+  }
+  EXPECT_THROW(
+      {
+        attn::models::translator_decoder short_one(m, b.source, 1);
+        short_one.step(2);
+        short_one.step(4);  // past its capacity
+      },
+      attn::error);
+}
+
+TEST(translator, beam_search_of_one_is_the_greedy_path) {
+  std::mt19937 rng(9);
+  translator<float> m(shape);
+  randomise(m, rng);
+  const std::vector<int64_t> source{5, 8, 6, 3};
+  const attn::decode::translation_decoding model(m, source, 12);
+  const std::vector<int64_t> start{2};
+  attn::decode::beam_options greedy_options;
+  greedy_options.beam = 1;
+  greedy_options.length_penalty = 0.0;
+  greedy_options.max_tokens = 10;
+  greedy_options.end = 3;
+  const auto best = attn::decode::beam_search(model, start, greedy_options);
+  ASSERT_EQ(best.size(), 1u);
+  attn::models::translator_decoder d(m, source, 12);
+  std::vector<float> logits = d.step(2);
+  std::vector<int64_t> greedy;
+  for (int k = 0; k < 10; ++k) {
+    const auto next = static_cast<int64_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    if (next == 3) break;
+    greedy.push_back(next);
+    logits = d.step(next);
+  }
+  EXPECT_EQ(best[0].tokens, greedy);
+  attn::decode::beam_options wide_options = greedy_options;
+  wide_options.beam = 4;
+  wide_options.n_best = 3;
+  wide_options.length_penalty = 1.0;
+  const auto wide = attn::decode::beam_search(model, start, wide_options);
+  EXPECT_EQ(wide.size(), 3u);
+  EXPECT_GE(wide[0].score, wide[1].score);
 }
 
 }  // namespace
