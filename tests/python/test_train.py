@@ -138,12 +138,28 @@ def test_a_stop_keeps_the_checkpoint_and_resume_gives_the_uninterrupted_file(cor
     (dict(task="lm", resume=True), attn.InputError, "no checkpoint to resume from"),
     (dict(task="lm", eval_steps=5, save_steps=5), attn.UsageError, "save_steps writes the model beside output"),
     (dict(task="classify", save_steps=5), attn.UsageError, "save_steps is for task='masked-word' and 'lm'"),
+    (dict(task="classify", device="cuda"), attn.UsageError, "device is for task='masked-word' and 'lm'"),
+    (dict(task="lm", device="gpu"), attn.UsageError, "device='gpu': expected 'cpu' or 'cuda'"),
 ])
 def test_errors_are_the_clis(options, error, words, tmp_path):
     with pytest.raises(error) as caught:
         attn.train(NEGATION if options.get("task") == "classify" else os.path.join(DATA, "seed003_toy.txt"),
                    progress=False, **options)
     assert words in str(caught.value)
+
+
+def test_device_cuda_needs_a_cuda_build_and_a_gpu_and_says_so(tmp_path):
+    """device='cuda' trains on the GPU where attn was built with CUDA and a GPU answers (checked
+    by tests/cuda/test_train_cuda.py there); elsewhere, as here, one usage error and no file."""
+    out = tmp_path / "m.safetensors"
+    try:
+        attn.train(os.path.join(DATA, "seed003_toy.txt"), task="lm", learn_embeddings=8, device="cuda",
+                   output=str(out), progress=False)
+    except attn.UsageError as e:
+        assert "-DATTN_CUDA=ON" in str(e) or "no CUDA device" in str(e)
+        assert not out.exists()
+        return
+    pytest.skip("this build trains on a GPU here")
 
 
 def test_a_missing_corpus_is_an_input_error_naming_it():
