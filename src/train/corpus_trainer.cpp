@@ -190,7 +190,8 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
   // of overfitting at the peak rate is typically followed by better ones as it falls (on a
   // book, stopping after 3 worse epochs kept perplexity 157 where the full run reaches ~106).
   eval.patience = !lm;
-  run_training_loop(o, cb, net, [&] { return model->encode(); }, source, eval, budget, identity, s.sequences,
+  network_trainable trainable_net(net);
+  run_training_loop(o, cb, trainable_net, [&] { return model->encode(); }, source, eval, budget, identity, s.sequences,
                     result, device.get());
   net.set_output_bf16(false);
   result.model = text_model(std::move(model));

@@ -28,20 +28,6 @@ int64_t saturating_product(int64_t a, int64_t b) {
   return __builtin_mul_overflow(a, b, &product) ? std::numeric_limits<int64_t>::max() : product;
 }
 
-// A step's FLOPs by estimate, nanoGPT's way: 6 per dense weight and token (2 forward, 4
-// backward), a tied output's products for each predicted row, and attention's 12 per layer, width
-// and pair of tokens (scores and the weighted sum, forward and backward) at the batch's mean length.
-// Embedding lookups are no products: row-sparse tables count only as a tied output.
-double step_flops(const models::network<float>& net, int64_t dense_weights, const step_batch& b, const step_totals& t) {
-  const nn::network_shape& s = net.shape();
-  const auto tokens = static_cast<double>(t.tokens);
-  const double length = b.items > 0 ? tokens / static_cast<double>(b.items) : 0.0;
-  double flops = 6.0 * static_cast<double>(dense_weights) * tokens;
-  if (s.tied_output) flops += 6.0 * static_cast<double>(s.classes) * static_cast<double>(s.embed) * static_cast<double>(t.rows);
-  flops += 12.0 * static_cast<double>(std::max<int64_t>(s.layers, 1)) * static_cast<double>(s.width) * tokens * length;
-  return flops;
-}
-
 }  // namespace
 
 void check_loop_options(const train_options& o) {
@@ -70,15 +56,13 @@ loop_budget plan_budget(const train_options& o, int64_t steps, const budget_rule
   return b;
 }
 
-void run_training_loop(const train_options& o, const train_callbacks& cb, models::network<float>& net,
+void run_training_loop(const train_options& o, const train_callbacks& cb, trainable& model,
                        const std::function<std::string()>& encode_model, batch_source& source,
                        const task_evaluation& eval, const loop_budget& budget, checkpoint_identity identity,
                        int64_t sequences, train_result& result, device_training* device) {
   const int64_t epochs = budget.epochs, steps = budget.steps, total = budget.total;
-  const std::vector<nn::parameter<float>*> params = net.parameters();
+  const std::vector<nn::parameter<float>*> params = model.parameters();
   adamw optimiser(params, {.weight_decay = o.weight_decay});
-  models::network_cache<float> cache;
-  shard_copies copies;  // --shards: the network's copies the shards run on, side by side
   std::vector<std::vector<float>> best_weights;
   const bool validating = eval.validating;
   // --device cuda: the step, clipping and the optimiser on the GPU's copy of the weights, read
@@ -127,10 +111,6 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, models
     peak_flops = measure_fma_peak_gflops(omp_get_max_threads(), 0.1) * 1e9;
     measuring += seconds_since(m0);
   };
-  int64_t dense_weights = 0;
-  for (const nn::parameter<float>* q : params)
-    if (q->row_width == 0 && q->name != "position.weight")  // (the positional table is a lookup too)
-      dense_weights += static_cast<int64_t>(q->value.size());
   double flops = 0;  // this sitting's steps'
   const bool shared = cb.exchange != nullptr && cb.exchange->processes > 1;
   const bool writes = cb.exchange == nullptr || cb.exchange->process == 0;  // the checkpoint
@@ -204,8 +184,7 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, models
         // process computes its own shards and they swap them).
         const step_batch b = source.batch(p.batch, p.done);
         const step_totals t = device ? device->gradients(b.batch_of(0, b.items), b.dropout_seed)
-                                     : sharded_gradients(net, b.items, b.rows, b.batch_of, o.shards, b.dropout_seed,
-                                                         cb.exchange, cache, &copies);
+                                     : model.gradients(b, o.shards, cb.exchange);
         check_finite_loss(o, t.loss_sum, p.done + 1);
         if (t.rows > 0 && !device) clip_gradients(params, o.clip);
         p.loss_sum += t.loss_sum;
@@ -220,7 +199,7 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, models
         ++p.done;
         p.epoch_tokens += t.tokens;
         p.all_tokens += t.tokens;
-        flops += step_flops(net, dense_weights, b, t);
+        flops += model.step_flops(b, t);
         if (cb.on_step) {
           if (!measured && seconds_since(start) >= 1.0) measure_peak();
           const double elapsed = seconds_since(start) - measuring;

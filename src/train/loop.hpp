@@ -20,6 +20,7 @@
 #include "attn/train.hpp"
 #include "models/network.hpp"
 #include "train/loop_checkpoint.hpp"
+#include "train/trainable.hpp"
 #include "train/text_model_impl.hpp"
 
 namespace attn::train {
@@ -79,12 +80,12 @@ struct budget_rules {
 };
 loop_budget plan_budget(const train_options& o, int64_t steps, const budget_rules& rules);
 
-// Trains net on the source's batches, filling result's reports (epochs, evaluations, best_epoch,
+// Trains the model on the source's batches, filling result's reports (epochs, evaluations, best_epoch,
 // stopped, stopped_early, budget_end, trained_tokens, and with a checkpoint its fields). On
 // return the optimiser's deferred rows are in place and, unless stopped, the best weights.
 // identity.path empty: no checkpoints. device: null (the CPU), or where the steps run
 // (device_training.hpp; no checkpoints there yet).
-void run_training_loop(const train_options& o, const train_callbacks& cb, models::network<float>& net,
+void run_training_loop(const train_options& o, const train_callbacks& cb, trainable& model,
                        const std::function<std::string()>& encode_model, batch_source& source,
                        const task_evaluation& eval, const loop_budget& budget, checkpoint_identity identity,
                        int64_t sequences, train_result& result, device_training* device = nullptr);

@@ -328,7 +328,8 @@ train_result train_on_examples(const train_options& o, const train_callbacks& cb
   eval.without_held_out = [&] { return train::score_examples(net, o.task, train_data); };
   eval.improves = [](const train::scored_examples& sc, const train::scored_examples& best) { return better(sc, best); };
   eval.epoch_history = false;  // the curve holds --eval-steps' scores only (the epochs' are in the reports)
-  train::run_training_loop(o, cb, net, [&] { return model->encode(); }, source, eval, budget, identity,
+  train::network_trainable trainable_net(net);
+  train::run_training_loop(o, cb, trainable_net, [&] { return model->encode(); }, source, eval, budget, identity,
                            static_cast<int64_t>(train_data.size() + valid_data.size()), result);
   result.model = text_model(std::move(model));
   return result;
