@@ -19,6 +19,7 @@
 
 #include "attn/train.hpp"
 #include "models/network.hpp"
+#include "models/translator.hpp"
 #include "train/loop_checkpoint.hpp"
 #include "train/trainable.hpp"
 #include "train/text_model_impl.hpp"
@@ -33,7 +34,8 @@ class device_training;
 struct step_batch {
   int64_t items = 0, rows = 0;
   uint64_t dropout_seed = 0;  // 0: no dropout
-  std::function<nn::batch(int64_t, int64_t)> batch_of;
+  std::function<nn::batch(int64_t, int64_t)> batch_of;  // the text models'
+  std::function<models::translation_batch()> translation;  // the translator's whole batch
 };
 
 class batch_source : public source_place {

@@ -1,0 +1,69 @@
+#include "train/translation_training.hpp"
+
+#include <algorithm>
+
+#include "attn/error.hpp"
+#include "train/corpus_batches.hpp"  // mix_seeds
+#include "train/rng.hpp"
+
+namespace attn::train {
+
+std::vector<nn::parameter<float>*> translator_trainable::parameters() {
+  std::vector<nn::parameter<float>*> all;
+  model_.append_parameters(all);
+  return all;
+}
+
+step_totals translator_trainable::gradients(const step_batch& b, int64_t shards, const gradient_exchange* exchange) {
+  if (shards > 1 || (exchange != nullptr && exchange->processes > 1))
+    throw_usage("translation trains each batch whole for now (no --shards, no attn-mpi)");
+  for (nn::parameter<float>* p : parameters()) std::fill(p->grad.begin(), p->grad.end(), 0.0f);
+  const models::translation_batch batch = b.translation();
+  const float loss = model_.forward(batch, cache_, b.dropout_seed);
+  model_.backward(batch, cache_);
+  step_totals t;
+  t.rows = static_cast<int64_t>(cache_.rows.size());
+  t.loss_sum = static_cast<double>(loss) * static_cast<double>(t.rows);
+  for (int64_t id : batch.source) t.tokens += id >= 0 ? 1 : 0;
+  t.tokens += t.rows;  // each predicted target position is a target token read
+  return t;
+}
+
+double translator_trainable::step_flops(const step_batch& b, const step_totals& t) const {
+  const models::translator_shape& s = model_.shape();
+  const double e = static_cast<double>(s.width), f = static_cast<double>(s.feedforward);
+  const double target = static_cast<double>(t.rows), source = static_cast<double>(t.tokens) - target;
+  const double pairs = std::max<double>(1.0, static_cast<double>(b.items));
+  const double encoder_weights = 4 * e * e + 2 * e * f, decoder_weights = 8 * e * e + 2 * e * f;
+  double flops = 6.0 * (static_cast<double>(s.encoder_layers) * encoder_weights * source +
+                        static_cast<double>(s.decoder_layers) * decoder_weights * target);
+  flops += 6.0 * static_cast<double>(s.vocabulary) * e * target;
+  flops += 12.0 * e *
+           (static_cast<double>(s.encoder_layers) * source * (source / pairs) +
+            static_cast<double>(s.decoder_layers) * target * (target / pairs + source / pairs));
+  return flops;
+}
+
+translation_batches::translation_batches(const std::vector<encoded_pair>& pairs, int64_t max_tokens, uint64_t seed)
+    : pairs_(pairs), max_tokens_(max_tokens), seed_(seed) {
+  // (how pairs fall into batches does not depend on the seed: only their order does)
+  part_steps_ = {static_cast<int64_t>(length_batches(pairs_, max_tokens_, seed_).size())};
+}
+
+int64_t translation_batches::begin_part(int64_t epoch, int64_t, bool) {
+  batches_ = length_batches(pairs_, max_tokens_, mix_seeds(seed_, static_cast<uint64_t>(epoch)));
+  return static_cast<int64_t>(batches_.size());
+}
+
+step_batch translation_batches::batch(int64_t index, int64_t step) {
+  const std::vector<int64_t>& indices = batches_[static_cast<size_t>(index)];
+  step_batch b;
+  b.items = static_cast<int64_t>(indices.size());
+  for (int64_t i : indices) b.rows += static_cast<int64_t>(pairs_[static_cast<size_t>(i)].target.size());
+  rng r(mix_seeds(seed_ ^ 0x7472616eULL, static_cast<uint64_t>(step)));
+  b.dropout_seed = r.next() | 1;  // never 0, which means evaluating
+  b.translation = [this, &indices] { return make_translation_batch(pairs_, indices); };
+  return b;
+}
+
+}  // namespace attn::train

@@ -1,0 +1,52 @@
+// Translation's plug-ins for the one training loop (loop.hpp): the translator as a trainable
+// (its step and FLOPs) and the batches of an epoch (like-length pairs within a token budget,
+// translation_pairs.hpp, in an order drawn for each epoch). The task's trainer joins them with
+// an evaluation and the model file.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/translator.hpp"
+#include "train/loop.hpp"
+#include "train/trainable.hpp"
+#include "train/translation_pairs.hpp"
+
+namespace attn::train {
+
+class translator_trainable final : public trainable {
+ public:
+  explicit translator_trainable(models::translator<float>& model) : model_(model) {}
+  std::vector<nn::parameter<float>*> parameters() override;
+  // A usage error for shards or a data-parallel run (not built for translation yet).
+  step_totals gradients(const step_batch& b, int64_t shards, const gradient_exchange* exchange) override;
+  // 6 per dense weight and token, the tied output's 6·V·E per predicted row, and attention's 12
+  // per layer, width and pair (the encoder's self-attention, the decoder's self- and
+  // cross-attention) at the batch's mean lengths.
+  double step_flops(const step_batch& b, const step_totals& t) const override;
+
+ private:
+  models::translator<float>& model_;
+  models::translator_cache<float> cache_;
+};
+
+class translation_batches final : public batch_source {
+ public:
+  // pairs: the training pairs (kept by reference); max_tokens: each batch's padded tokens at most.
+  translation_batches(const std::vector<encoded_pair>& pairs, int64_t max_tokens, uint64_t seed);
+  const std::vector<int64_t>& part_steps() const override { return part_steps_; }
+  int64_t begin_part(int64_t epoch, int64_t part, bool resumed) override;
+  step_batch batch(int64_t index, int64_t step) override;
+  // The place in the run is the loop's (epoch, batch): nothing of the source's own to keep.
+  void save(nlohmann::json&, checkpoint&) const override {}
+  void load(const nlohmann::json&, const io::json_fields&, const checkpoint&) override {}
+
+ private:
+  const std::vector<encoded_pair>& pairs_;
+  int64_t max_tokens_;
+  uint64_t seed_;
+  std::vector<int64_t> part_steps_;
+  std::vector<std::vector<int64_t>> batches_;  // this epoch's, in its order
+};
+
+}  // namespace attn::train
