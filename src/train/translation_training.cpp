@@ -1,12 +1,32 @@
 #include "train/translation_training.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "attn/error.hpp"
 #include "train/corpus_batches.hpp"  // mix_seeds
 #include "train/rng.hpp"
 
 namespace attn::train {
+
+void initialise(models::translator<float>& model, rng& r) {
+  std::vector<nn::parameter<float>*> all;
+  model.append_parameters(all);
+  const double embedding_scale = 1.0 / std::sqrt(static_cast<double>(model.shape().width));
+  for (nn::parameter<float>* p : all) {
+    const bool norm = p->name.find(".norm") != std::string::npos;
+    if (p->shape.size() == 1) {  // biases 0; a layer norm's weight 1
+      std::fill(p->value.begin(), p->value.end(), norm && p->name.ends_with(".weight") ? 1.0f : 0.0f);
+      continue;
+    }
+    if (p == &model.embedding) {
+      for (float& v : p->value) v = static_cast<float>(r.normal() * embedding_scale);
+      continue;
+    }
+    const double bound = std::sqrt(6.0 / static_cast<double>(p->shape[0] + p->shape[1]));
+    for (float& v : p->value) v = static_cast<float>(r.uniform(-bound, bound));
+  }
+}
 
 std::vector<nn::parameter<float>*> translator_trainable::parameters() {
   std::vector<nn::parameter<float>*> all;

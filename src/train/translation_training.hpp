@@ -9,10 +9,17 @@
 
 #include "models/translator.hpp"
 #include "train/loop.hpp"
+#include "train/rng.hpp"
 #include "train/trainable.hpp"
 #include "train/translation_pairs.hpp"
 
 namespace attn::train {
+
+// The translator's starting weights, as nn.Transformer's _reset_parameters and fairseq start
+// them: every matrix Xavier-uniform (±√(6 / (fan_in + fan_out))), the shared embedding N(0, 1/E)
+// (its rows then have the norm that ·√E brings to the positions' scale), biases 0, layer norms'
+// weights 1 and biases 0. Drawn from r in the model file's order: the same seed, the same model.
+void initialise(models::translator<float>& model, rng& r);
 
 class translator_trainable final : public trainable {
  public:

@@ -44,14 +44,8 @@ TEST(translation_training, a_translator_learns_on_the_one_loop) {
   attn::models::translator<float> model({.vocabulary = 12, .width = 32, .heads = 2, .encoder_layers = 1,
                                          .decoder_layers = 1, .feedforward = 64, .dropout = 0.0,
                                          .label_smoothing = 0.1});
-  std::mt19937 rng(3);
-  std::vector<attn::nn::parameter<float>*> params;
-  model.append_parameters(params);
-  for (auto* p : params) {
-    const bool norm = p->name.find("norm") != std::string::npos;
-    std::normal_distribution<float> n(0.0f, p->shape.size() == 2 ? 0.15f : 0.0f);
-    for (float& v : p->value) v = norm && p->name.ends_with("weight") ? 1.0f : p->shape.size() == 2 ? n(rng) : 0.0f;
-  }
+  rng r(3);
+  initialise(model, r);
   const double before = held_out_loss(model, valid);
 
   attn::train_options o;
@@ -104,6 +98,38 @@ TEST(translation_training, each_epoch_covers_every_pair_once_in_its_own_order) {
     orders.push_back(order);
   }
   EXPECT_NE(orders[0], orders[1]);
+}
+
+TEST(translation_training, starting_weights_are_xavier_with_a_normal_embedding_and_repeat_by_seed) {
+  const attn::models::translator_shape shape{.vocabulary = 500, .width = 64, .heads = 4, .encoder_layers = 2,
+                                             .decoder_layers = 2, .feedforward = 256};
+  attn::models::translator<float> a(shape), b(shape);
+  rng ra(7), rb(7);
+  initialise(a, ra);
+  initialise(b, rb);
+  std::vector<attn::nn::parameter<float>*> pa, pb;
+  a.append_parameters(pa);
+  b.append_parameters(pb);
+  for (size_t i = 0; i < pa.size(); ++i) EXPECT_EQ(pa[i]->value, pb[i]->value) << pa[i]->name;
+  for (auto* p : pa) {
+    double sum = 0, squares = 0, largest = 0;
+    for (float v : p->value) {
+      sum += v;
+      squares += double(v) * v;
+      largest = std::max(largest, std::fabs(double(v)));
+    }
+    const double n = double(p->value.size()), variance = squares / n - (sum / n) * (sum / n);
+    if (p->shape.size() == 1) {
+      const bool norm_weight = p->name.find(".norm") != std::string::npos && p->name.ends_with(".weight");
+      EXPECT_EQ(largest, norm_weight ? 1.0 : 0.0) << p->name;
+    } else if (p->name == "embedding.weight") {
+      EXPECT_NEAR(variance, 1.0 / 64, 0.1 / 64) << p->name;
+    } else {  // uniform on ±b: variance b²/3 = 2 / (fan_in + fan_out)
+      const double bound = std::sqrt(6.0 / double(p->shape[0] + p->shape[1]));
+      EXPECT_LE(largest, bound) << p->name;
+      EXPECT_NEAR(variance, bound * bound / 3, 0.1 * bound * bound / 3) << p->name;
+    }
+  }
 }
 
 }  // namespace
