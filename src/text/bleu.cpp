@@ -8,6 +8,7 @@
 
 #include "attn/error.hpp"
 #include "text/python_split.hpp"
+#include "text/segment_references.hpp"
 
 namespace attn::text {
 
@@ -230,30 +231,10 @@ bleu_score corpus_bleu(const std::vector<std::string>& hypotheses,
 
 bleu_score corpus_bleu_multi(const std::vector<std::string>& hypotheses,
                              const std::vector<std::vector<std::string>>& reference_sets) {
-  if (reference_sets.empty() && !hypotheses.empty()) throw_usage("BLEU needs references");
-  for (const auto& set : reference_sets)
-    if (set.size() != hypotheses.size())
-      throw_usage("BLEU needs one reference per hypothesis: " + std::to_string(hypotheses.size()) +
-                  " hypotheses, " + std::to_string(set.size()) + " references");
+  const segment_references references = gather_references("BLEU", hypotheses, reference_sets);
   corpus_counts corpus;
-  size_t common_count = 0;
-  bool same_count = true;
-  std::vector<const std::string*> references;
-  for (size_t i = 0; i < hypotheses.size(); ++i) {
-    references.clear();
-    for (const auto& set : reference_sets)
-      if (!set[i].empty()) references.push_back(&set[i]);
-    if (references.empty())
-      throw_input("", "BLEU: empty reference", "segment " + std::to_string(i + 1));
-    if (i == 0) common_count = references.size();
-    same_count &= references.size() == common_count;
-    add_segment(corpus, hypotheses[i], references);
-  }
-  // sacreBLEU counts the references it used: the sets given, less the empty ones.
-  const std::string nrefs = !same_count          ? "var"
-                            : hypotheses.empty() ? std::to_string(reference_sets.size())
-                                                 : std::to_string(common_count);
-  return score_from_counts(corpus, nrefs);
+  for (size_t i = 0; i < hypotheses.size(); ++i) add_segment(corpus, hypotheses[i], references.segments[i]);
+  return score_from_counts(corpus, references.nrefs);
 }
 
 }  // namespace attn::text

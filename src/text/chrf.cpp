@@ -8,6 +8,7 @@
 #include "attn/error.hpp"
 #include "text/bleu.hpp"
 #include "text/python_split.hpp"
+#include "text/segment_references.hpp"
 
 namespace attn::text {
 
@@ -101,44 +102,29 @@ chrf_score corpus_chrf(const std::vector<std::string>& hypotheses,
 
 chrf_score corpus_chrf_multi(const std::vector<std::string>& hypotheses,
                              const std::vector<std::vector<std::string>>& reference_sets) {
-  if (reference_sets.empty() && !hypotheses.empty()) throw_usage("chrF needs references");
-  for (const auto& set : reference_sets)
-    if (set.size() != hypotheses.size())
-      throw_usage("chrF needs one reference per hypothesis: " + std::to_string(hypotheses.size()) +
-                  " hypotheses, " + std::to_string(set.size()) + " references");
+  const segment_references references = gather_references("chrF", hypotheses, reference_sets);
   chrf_counts corpus;
-  size_t common_count = 0;
-  bool same_count = true;
   for (size_t i = 0; i < hypotheses.size(); ++i) {
     const characters hypothesis_text = without_whitespace(hypotheses[i]);
     const auto hypothesis = count_grams(hypothesis_text);
     // The reference giving this segment the best F-score (the first of equals) counts.
     chrf_counts best;
     double best_f = -1;
-    size_t used = 0;
-    for (const auto& set : reference_sets) {
-      if (set[i].empty()) continue;
-      ++used;
-      const characters reference_text = without_whitespace(set[i]);
+    for (const std::string* reference : references.segments[i]) {
+      const characters reference_text = without_whitespace(*reference);
       const chrf_counts counts = segment_counts(hypothesis, count_grams(reference_text));
       if (const double f = f_score(counts); f > best_f) {
         best_f = f;
         best = counts;
       }
     }
-    if (used == 0) throw_input("", "chrF: empty reference", "segment " + std::to_string(i + 1));
-    if (i == 0) common_count = used;
-    same_count &= used == common_count;
     for (size_t n = 0; n < char_order; ++n) {
       corpus[n].hypothesis += best[n].hypothesis;
       corpus[n].reference += best[n].reference;
       corpus[n].matches += best[n].matches;
     }
   }
-  const std::string nrefs = !same_count          ? "var"
-                            : hypotheses.empty() ? std::to_string(reference_sets.size())
-                                                 : std::to_string(common_count);
-  return {f_score(corpus), "nrefs:" + nrefs + "|case:mixed|eff:yes|nc:6|nw:0|space:no|version:" +
+  return {f_score(corpus), "nrefs:" + references.nrefs + "|case:mixed|eff:yes|nc:6|nw:0|space:no|version:" +
                                std::string(sacrebleu_version)};
 }
 
