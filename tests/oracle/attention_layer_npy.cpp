@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "attn/npy.hpp"
+#include "npy_files.hpp"
 #include "nn/attention_layer.hpp"
 
 namespace {
@@ -23,14 +24,13 @@ struct array {
 };
 
 array read(const std::filesystem::path& dir, const std::string& name) {
-  const attn::tensor t = attn::read_npy((dir / (name + ".npy")).string()).values.contiguous();
+  const attn::tensor t = attn::oracle::read_npy_file(dir, name);
   return {std::vector<float>(t.values().begin(), t.values().end()), t.shape()};
 }
 
 void write(const std::filesystem::path& dir, const std::string& name, std::vector<float>& values,
            const attn::shape_t& shape) {
-  std::ofstream out(dir / (name + ".npy"), std::ios::binary);
-  out << attn::encode_npy(attn::tensor::view(values.data(), shape));
+  attn::oracle::write_npy_file(dir, name, values, shape);
 }
 
 }  // namespace

@@ -12,24 +12,18 @@
 #include <vector>
 
 #include "attn/npy.hpp"
+#include "npy_files.hpp"
 #include "models/translator.hpp"
 
 namespace {
 
-attn::tensor read(const std::filesystem::path& dir, const std::string& name) {
-  return attn::read_npy((dir / (name + ".npy")).string()).values.contiguous();
-}
+using attn::oracle::read_npy_file;
+using attn::oracle::write_npy_file;
 
 std::vector<int64_t> ids(const attn::tensor& t) {
   std::vector<int64_t> out;
   for (float v : t.values()) out.push_back(static_cast<int64_t>(v));
   return out;
-}
-
-void write(const std::filesystem::path& dir, const std::string& name, std::vector<float>& values,
-           const attn::shape_t& shape) {
-  std::ofstream out(dir / (name + ".npy"), std::ios::binary);
-  out << attn::encode_npy(attn::tensor::view(values.data(), shape));
 }
 
 }  // namespace
@@ -50,24 +44,24 @@ int main(int argc, char** argv) {
     std::vector<attn::nn::parameter<float>*> all;
     model.append_parameters(all);
     for (attn::nn::parameter<float>* p : all) {
-      const attn::tensor t = read(dir, p->name);
+      const attn::tensor t = read_npy_file(dir, p->name);
       p->value.assign(t.values().begin(), t.values().end());
       if (p->value.size() != p->grad.size()) throw std::runtime_error(p->name + ": wrong size");
     }
     attn::models::translation_batch b;
-    const attn::tensor source = read(dir, "source"), target = read(dir, "target_in");
+    const attn::tensor source = read_npy_file(dir, "source"), target = read_npy_file(dir, "target_in");
     b.size = source.shape()[0];
     b.source_length = source.shape()[1];
     b.target_length = target.shape()[1];
     b.source = ids(source);
-    b.source_lengths = ids(read(dir, "source_lengths"));
+    b.source_lengths = ids(read_npy_file(dir, "source_lengths"));
     b.target_in = ids(target);
-    b.target_out = ids(read(dir, "target_out"));
+    b.target_out = ids(read_npy_file(dir, "target_out"));
     attn::models::translator_cache<float> cache;
     std::vector<float> loss{model.forward(b, cache, 0)};
     model.backward(b, cache);
-    write(dir, "loss", loss, {1});
-    for (attn::nn::parameter<float>* p : all) write(dir, "grad." + p->name, p->grad, p->shape);
+    write_npy_file(dir, "loss", loss, {1});
+    for (attn::nn::parameter<float>* p : all) write_npy_file(dir, "grad." + p->name, p->grad, p->shape);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
