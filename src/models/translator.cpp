@@ -73,10 +73,13 @@ void translator<T>::embed(const std::vector<int64_t>& ids, int64_t batch, int64_
   nn::embedding_forward(ids.data(), embedding.value.data(), shape_.vocabulary, static_cast<const T*>(nullptr),
                         x.data(), n, e);
   const double scale = std::sqrt(static_cast<double>(e));
+  std::vector<double> positions(static_cast<size_t>(length * e));  // once per position, not per sentence
+  for (int64_t t = 0; t < length; ++t)
+    for (int64_t j = 0; j < e; ++j) positions[static_cast<size_t>(t * e + j)] = sinusoid(t, j, e);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < e; ++j) {
       T& v = x[static_cast<size_t>(i * e + j)];
-      v = static_cast<T>(static_cast<double>(v) * scale + sinusoid(i % length, j, e));
+      v = static_cast<T>(static_cast<double>(v) * scale + positions[static_cast<size_t>((i % length) * e + j)]);
     }
   const bool dropout = dropout_seed != 0 && shape_.dropout > 0;
   drop.resize(dropout ? x.size() : 0);
