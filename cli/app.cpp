@@ -71,11 +71,13 @@ std::vector<subcommand> standard_subcommands() {
        "attn vectors convert IN OUT [--top N] [--dtype f32|f16] | attn vectors info PATH",
        add_vectors_command},
       {"train",
-       "attn train --task next-word|classify|masked-word|lm --data FILE [--valid FILE] [--vectors "
+       "attn train --task next-word|classify|masked-word|lm|translate --data FILE [--valid FILE] [--vectors "
        "PATH | --learn-embeddings DIM] [--frozen-embeddings] [--min-count N] [--layers N] "
        "[--pool max|mean|mean+max|attention] [--dropout P] [--heads H] [--epochs N] "
        "[--patience N] [--lr X] [--batch N] [--shards N] [--seed S] [--mask P] [--vocab N] "
-       "[--context T] [--max-tokens N] [--time 30m] [--adaptive-softmax CUT,...] [--resume] -o MODEL.safetensors",
+       "[--context T] [--max-tokens N] [--time 30m] [--adaptive-softmax CUT,...] [--resume] -o MODEL.safetensors\n"
+       "       attn train --task translate --source FILE --target FILE [--valid-source FILE --valid-target FILE] "
+       "[--pieces N] [--max-length N] [--label-smoothing E] [--batch-tokens N] [--time 60m] -o MODEL.safetensors",
        add_train_command},
       {"predict", "attn predict --model MODEL [--top K] TEXT", add_predict_command},
       {"eval", "attn eval --model MODEL --data FILE [--every N] [--seed S]", add_eval_command},
@@ -84,6 +86,10 @@ std::vector<subcommand> standard_subcommands() {
        "[--seed S] [--beam N [--n-best K] [--length-penalty A]] [PROMPT]",
        add_generate_command},
       {"tokenize", "attn tokenize [--model MODEL] [--data FILE | TEXT]", add_tokenize_command},
+      {"translate",
+       "attn translate --model MODEL [--beam 5] [--length-penalty A] [--n-best K] [--max-length N] [--alignment] "
+       "[-o FILE] [TEXT | --batch FILE]",
+       add_translate_command},
   };
 }
 

@@ -82,6 +82,7 @@ void add_train_command(CLI::App& app);
 void add_predict_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
+void add_translate_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 
 }  // namespace attn::cli

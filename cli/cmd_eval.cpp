@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
+#include "attn/text_file.hpp"
 #include "attn/text_model.hpp"
+#include "attn/translation_model.hpp"
 #include "cli_common.hpp"
 #include "file_roles.hpp"
 
@@ -14,13 +16,65 @@ namespace attn::cli {
 namespace {
 
 struct eval_args {
-  std::string model, data;
+  std::string model, data, source, target;
+  translation_options options;
   int64_t every = 7;
   uint64_t seed = 0;
   bool every_given = false;
 };
 
+std::vector<std::string> lines_of(const std::string& path) {
+  std::vector<std::string> lines;
+  for_each_line(path, [&](const std::string& line) {
+    lines.push_back(!line.empty() && line.back() == '\r' ? line.substr(0, line.size() - 1) : line);
+  });
+  return lines;
+}
+
+// A translator: its translations of --source scored against --target (or --data's
+// source<TAB>target lines) by BLEU and chrF, and its loss on the references.
+void run_translation(const eval_args& args) {
+  std::vector<std::string> sources, references;
+  if (!args.data.empty()) {
+    if (!args.source.empty() || !args.target.empty()) throw_usage("give --source and --target, or --data: not both");
+    int64_t number = 0;
+    for (const std::string& line : lines_of(args.data)) {
+      ++number;
+      if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      const size_t tab = line.find('\t');
+      if (tab == std::string::npos)
+        throw_input(args.data, "a line without a tab (expected source<TAB>target)", fmt::format("line {}", number));
+      const size_t end = line.find('\t', tab + 1);
+      sources.push_back(line.substr(0, tab));
+      references.push_back(line.substr(tab + 1, end == std::string::npos ? end : end - tab - 1));
+    }
+  } else {
+    if (args.source.empty() || args.target.empty()) throw_usage("a translation model is scored with --source FILE --target FILE");
+    sources = lines_of(args.source);
+    references = lines_of(args.target);
+    if (sources.size() != references.size())
+      throw_input(args.source, fmt::format("{} lines, but {} has {} (the files must be aligned by line)", sources.size(),
+                                           args.target, references.size()));
+  }
+  if (sources.empty()) throw_input(args.data.empty() ? args.source : args.data, "no sentence pairs");
+  const translation_model model = translation_model::load(args.model);
+  const translation_evaluation e = model.evaluate(sources, references, args.options);
+  nlohmann::json j = {{"bleu", e.bleu}, {"chrf", e.chrf}, {"loss", e.loss}, {"pairs", e.pairs},
+                      {"skipped", e.skipped}, {"precisions", e.precisions}, {"brevity_penalty", e.brevity_penalty},
+                      {"hypothesis_length", e.hypothesis_length}, {"reference_length", e.reference_length},
+                      {"bleu_signature", e.bleu_signature}, {"chrf_signature", e.chrf_signature},
+                      {"beam", args.options.beam}, {"length_penalty", args.options.length_penalty}};
+  write_output("-", j.dump() + "\n");
+}
+
 void run(const eval_args& args) {
+  if (args.model != "builtin" && args.model != "builtin-lm" && is_translation_model_file(args.model)) {
+    run_translation(args);
+    return;
+  }
+  if (!args.source.empty() || !args.target.empty())
+    throw_usage(fmt::format("--source and --target are for a translation model ({} is not one)", args.model));
+  if (args.data.empty()) throw_usage("--data is required");
   const text_model model = text_model::load(args.model);
   const bool masked = kind_of(model.config().task).hides_words;
   if (!masked && args.every_given)
@@ -57,7 +111,13 @@ void add_eval_command(CLI::App& app) {
              "over every token; a masked-word model: the share of hidden words it fills, top-1 "
              "and top-5): one JSON line");
   reads(sub->add_option("--model", args->model, "Model file from attn train"))->required();
-  reads(sub->add_option("--data", args->data, "Data in the model's task format"))->required();
+  reads(sub->add_option("--data", args->data, "Data in the model's task format (a translator: source<TAB>target lines)"));
+  reads(sub->add_option("--source", args->source, "A translator: the sentences to translate, one a line"));
+  reads(sub->add_option("--target", args->target, "A translator: their reference translations, aligned by line"));
+  sub->add_option("--beam", args->options.beam, "A translator: the beam (default 5)");
+  sub->add_option("--length-penalty", args->options.length_penalty, "A translator: α of length^α (default 1)");
+  sub->add_option("--max-length", args->options.max_length,
+                  "A translator: target pieces at most (default: twice the source's + 10)");
   CLI::Option* every = sub->add_option(
       "--every", args->every,
       "masked-word: hide every Nth word of the text and score the model's fills (default 7, "
@@ -66,7 +126,8 @@ void add_eval_command(CLI::App& app) {
                                       "masked-word: the seed that picks which words are hidden (default 0)");
 
   add_threads_option(sub);
-  sub->callback([args, every, seed] {
+  sub->callback([args, every, seed, sub] {
+    check_file_roles(*sub);
     args->every_given = every->count() > 0 || seed->count() > 0;
     run(*args);
   });

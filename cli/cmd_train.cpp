@@ -15,6 +15,7 @@
 #include "attn/train.hpp"
 #include "attn/train_option_table.hpp"
 #include "attn/training_curve.hpp"
+#include "attn/translation_model.hpp"
 #include "cli_common.hpp"
 #include "file_roles.hpp"
 #include "interrupt.hpp"
@@ -71,10 +72,41 @@ void report_lm_data(const char* what, const data_summary& s) {
              s.tokens > 0 ? 100.0 * static_cast<double>(s.unknown_words) / static_cast<double>(s.tokens) : 0.0);
 }
 
+// --task translate: the pairs, the pieces and the translator (attn/translation_model.hpp).
+void report_translation(const translation_training& t, const train_options& o, const std::string& output) {
+  const train_result& r = t.run;
+  fmt::print(stderr, "trained on {}: {} pairs, {} source and {} target pieces ({} joint pieces learned)\n",
+             r.train.source, t.pairs, t.source_pieces, t.target_pieces, t.model.config().vocabulary);
+  if (t.too_long > 0 || t.empty > 0)
+    warn(fmt::format("{}: {} pairs skipped ({} with a side longer than --max-length {} pieces, {} with an empty side)",
+                     r.train.source, t.too_long + t.empty, t.too_long, o.max_length, t.empty));
+  if (!r.valid.source.empty())
+    fmt::print(stderr, "validated on {}: {} pairs{}\n", r.valid.source, t.valid_pairs,
+               t.valid_too_long + t.valid_empty > 0
+                   ? fmt::format(" ({} skipped: {} too long, {} empty)", t.valid_too_long + t.valid_empty,
+                                 t.valid_too_long, t.valid_empty)
+                   : "");
+  else
+    fmt::print(stderr, "no validation: {} (the last epoch is kept)\n", r.no_validation);
+  if (!r.budget_end.empty()) fmt::print(stderr, "{} tokens trained on (the {} budget)\n", r.trained_tokens, r.budget_end);
+  const auto& epochs = r.epochs;
+  if (!r.valid.source.empty() && r.best_epoch >= 1 && r.best_epoch <= static_cast<int64_t>(epochs.size()))
+    fmt::print(stderr, "kept epoch {} of {} (valid perplexity {:.2f}){}\n", r.best_epoch, epochs.size(),
+               std::exp(epochs[static_cast<size_t>(r.best_epoch - 1)].eval_loss),
+               r.stopped_early ? ": stopped early" : "");
+  const translation_config& c = t.model.config();
+  fmt::print(stderr, "saved {}: a translator, {} joint pieces, {} encoder and {} decoder layers (pre-norm, width {}, "
+                     "{} heads, feed-forward {}), sinusoidal positions, tied embeddings\n",
+             output, c.vocabulary, c.encoder_layers, c.decoder_layers, c.width, c.heads, c.feedforward);
+}
+
 void run(const train_args& args, const train_hooks& hooks, const CLI::App& command) {
   if (!args.plot.empty() && !has_extension(args.plot, ".svg"))
     throw error(error_kind::usage, args.plot, "cannot tell the format from the extension", "--plot takes a .svg file");
   const text_task task = parse_task(args.task, "--task");
+  const bool pairs = kind_of(task).pairs;  // translate: its own model
+  if (!pairs && args.data.empty()) throw_usage("--data is required");
+  if (pairs && !args.vectors.empty()) throw_usage("--vectors is for the word models (translate learns its pieces' embeddings)");
   const bool lm = kind_of(task).autoregressive;  // the language model: scored by perplexity
   const bool streamed = kind_of(task).streamed;  // the corpus trainer's tasks
   const train_flags& flags = *args.flags;
@@ -97,7 +129,7 @@ void run(const train_args& args, const train_hooks& hooks, const CLI::App& comma
     else take();
   }
   std::optional<vectors> word_vectors;
-  if (o.learn_embeddings <= 0) {
+  if (o.learn_embeddings <= 0 && !pairs) {
     const auto load = [&] { word_vectors = load_vectors(args.vectors); };
     if (exchange != nullptr) exchange->agreed(load);
     else load();
@@ -112,7 +144,7 @@ void run(const train_args& args, const train_hooks& hooks, const CLI::App& comma
   if (o.resume && !std::filesystem::exists(o.checkpoint))
     throw_input(o.checkpoint, "no checkpoint to resume from");
 
-  train_progress progress(lm, streamed);
+  train_progress progress(lm || pairs, streamed || pairs);
   train_callbacks callbacks;
   if (hooks.speaks) {
     callbacks.on_step = [&](const train_step_report& r) { progress.step(r); };
@@ -134,7 +166,9 @@ void run(const train_args& args, const train_hooks& hooks, const CLI::App& comma
   auto previous = std::signal(SIGINT, on_interrupt);
   auto previous_term = std::signal(SIGTERM, on_interrupt);
   if (previous_term == SIG_IGN) std::signal(SIGTERM, SIG_IGN);  // ignored when attn started: stays so
-  train_result result = train_text_model(o, callbacks);
+  std::optional<translation_training> translated;
+  if (pairs) translated = train_translation_model(o, callbacks);
+  train_result result = pairs ? std::move(translated->run) : train_text_model(o, callbacks);
   std::signal(SIGINT, previous);
   std::signal(SIGTERM, previous_term);
   progress.clear();
@@ -155,6 +189,19 @@ void run(const train_args& args, const train_hooks& hooks, const CLI::App& comma
   }
   if (!hooks.speaks) return;  // another rank of a data-parallel run: rank 0 reports and writes
   if (result.resumed_at > 0) fmt::print(stderr, "resumed from {} at step {}\n", o.checkpoint, result.resumed_at);
+  if (pairs) {
+    translated->run = std::move(result);
+    std::vector<std::pair<std::string, std::string>> outputs{{args.output, translated->model.encode()}};
+    if (!args.plot.empty())
+      outputs.emplace_back(args.plot, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" +
+                                          render_training_curve_svg({translated->run.epochs, translated->run.evaluations},
+                                                                    args.output));
+    write_outputs(outputs);
+    if (checkpointed && translated->run.checkpoint_written)
+      remove_training_checkpoint(o.checkpoint, translated->run.checkpoint_run);
+    report_translation(*translated, o, args.output);
+    return;
+  }
   if (lm) {
     report_lm_data("trained on", result.train);
     if (!result.valid.source.empty()) report_lm_data("validated on", result.valid);
@@ -239,11 +286,12 @@ void add_train_command(CLI::App& app, const train_hooks& hooks) {
                                         "or lm (plain text, one paragraph a line: a causal language "
                                         "model, every position predicting the next token; docs/LM.md)")
       ->required();
-  reads(sub->add_option("--data", args->data, "Training file"))->required();
+  reads(sub->add_option("--data", args->data, "Training file (translate: source<TAB>target lines, or --source and --target)"));
   reads(sub->add_option("--vectors", args->vectors,
                         "Pre-trained word vectors (default: the embedded GloVe 6B 100d)"));
   add_train_flags(sub, args->flags);
-  reads(sub->get_option("--valid"));
+  for (const char* input : {"--valid", "--source", "--target", "--valid-source", "--valid-target"})
+    reads(sub->get_option(input));
   writes(sub->add_option("-o,--output", args->output, "Model file (.safetensors)"))->required();
   writes(sub->add_option("--plot", args->plot,
                          "Also draw the training curve (losses and held-out accuracy per epoch, or every "

@@ -23,6 +23,7 @@
 #include "attn/text_model.hpp"
 #include "attn/train.hpp"
 #include "attn/train_option_table.hpp"
+#include "attn/translation_model.hpp"
 #include "attn/vectors.hpp"
 #include "bindings.hpp"
 
@@ -124,7 +125,7 @@ void print_line(const std::string& line) {
   py::module_::import("sys").attr("stderr").attr("write")(line + "\n");
 }
 
-std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::string& task_name,
+py::object train(const std::optional<std::filesystem::path>& data, const std::string& task_name,
                                   const std::optional<std::filesystem::path>& output, const py::object& vectors_arg,
                                   const py::object& callback, bool progress, const py::kwargs& options) {
   const text_task task = parse_task(task_name, "task");
@@ -135,7 +136,9 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
       throw_input(output->string(), fmt::format("no folder {} to write the model into", folder.string()));
   }
   train_options o = task_defaults(task);
-  o.data = data.string();
+  const bool pairs = kind_of(task).pairs;  // translate: a TranslationModel
+  if (!data && !pairs) throw_usage("data is required");
+  o.data = data ? data->string() : "";
   std::vector<std::string> given;
   for (const auto& [key, value] : options) {
     const std::string name = key.cast<std::string>();
@@ -152,7 +155,8 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
   // The CLI's file-roles check: no output may be an input or another output, by any path.
   const bool vectors_path = !vectors_arg.is_none() && !py::isinstance<vectors>(vectors_arg);
   const std::vector<named_path> inputs{
-      {"data", o.data}, {"valid", o.valid},
+      {"data", o.data}, {"valid", o.valid}, {"source", o.source}, {"target", o.target},
+      {"valid_source", o.valid_source}, {"valid_target", o.valid_target},
       {"vectors", vectors_path ? as<std::filesystem::path>("vectors", vectors_arg).string() : ""}};
   std::vector<named_path> outputs{{"output", output ? output->string() : ""}, {"checkpoint", o.checkpoint}};
   // Files already named like a snapshot are outputs too, as the CLI's --save-steps declares them.
@@ -166,7 +170,9 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
 
   // The word vectors: the embedded default, a file, or an attn.Vectors already loaded.
   std::shared_ptr<vectors> word_vectors;
-  if (o.learn_embeddings > 0) {
+  if (pairs) {
+    if (!vectors_arg.is_none()) throw_usage("vectors is for the word models (translate learns its pieces' embeddings)");
+  } else if (o.learn_embeddings > 0) {
     if (!vectors_arg.is_none()) throw_usage("vectors and learn_embeddings exclude each other");
   } else if (vectors_arg.is_none()) {
     word_vectors = std::make_shared<vectors>(vectors::load_default());
@@ -216,15 +222,28 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
     report([&] { return snapshot_event(step, path); }, fmt::format("saved {}: the model at step {}", path, step));
   };
   train_result result;
+  std::optional<translation_training> translated;
   {
     py::gil_scoped_release release;
-    result = train_text_model(o, cb);
+    if (pairs) {
+      translated = train_translation_model(o, cb);
+      result = std::move(translated->run);
+    } else {
+      result = train_text_model(o, cb);
+    }
   }
   if (failure) {
     if (!result.checkpoint.empty() && failure->matches(PyExc_KeyboardInterrupt))
       print_line(fmt::format("interrupted: the training state is in {}; attn.train(..., resume=True) goes on from there",
                              result.checkpoint));
     throw std::move(*failure);
+  }
+  if (pairs) {
+    auto model = std::make_shared<translation_model>(std::move(translated->model));
+    if (output) model->save(output->string());
+    if (output && checkpointed && result.checkpoint_written && !o.checkpoint.empty())
+      remove_training_checkpoint(o.checkpoint, result.checkpoint_run);
+    return py::cast(model);
   }
   auto model = std::make_shared<text_model>(std::move(result.model));
   if (output) {
@@ -233,7 +252,7 @@ std::shared_ptr<text_model> train(const std::filesystem::path& data, const std::
     if (checkpointed && result.checkpoint_written && !o.checkpoint.empty())
       remove_training_checkpoint(o.checkpoint, result.checkpoint_run);
   }
-  return model;
+  return py::cast(model);
 }
 
 // attn.train's docstring: its keywords come from the table, those every task takes first, then
@@ -253,7 +272,8 @@ std::string train_doc() {
   }
   return fmt::format(R"doc(attn train from Python: trains a text model on `data` and returns it (a TextModel).
 
-task: 'next-word', 'classify', 'masked-word' or 'lm'. output: also save the model file there
+task: 'next-word', 'classify', 'masked-word', 'lm' or 'translate' (pairs as source= and target= files,
+or data of source<TAB>target lines; returns an attn.TranslationModel). output: also save the model file there
 (and keep a checkpoint at OUTPUT.checkpoint while training). vectors:
 None (the embedded GloVe), a path, or an attn.Vectors. Every other option of attn train, under
 train_options's names: {}. time is '30m' or seconds; threads is --threads, for this run;
@@ -300,7 +320,7 @@ py::list train_option_rows() {
 void bind_train(py::module_& m) {
   using namespace pybind11::literals;
   static const std::string doc = train_doc();
-  m.def("train", &train, "data"_a, py::kw_only(), "task"_a = "next-word", "output"_a = py::none(),
+  m.def("train", &train, "data"_a = py::none(), py::kw_only(), "task"_a = "next-word", "output"_a = py::none(),
         "vectors"_a = py::none(), "callback"_a = py::none(), "progress"_a = true, doc.c_str());
   m.def("_train_options", &train_option_rows, "attn train's and attn.train's options, as the table holds them.");
 }

@@ -16,6 +16,7 @@ void bind_sdpa(py::module_& m);
 void bind_multihead_attention(py::module_& m);
 void bind_vectors(py::module_& m);     // attn.Vectors and attn.embed
 void bind_text_model(py::module_& m);  // attn.TextModel
+void bind_translation_model(py::module_& m);  // attn.TranslationModel
 void bind_train(py::module_& m);       // attn.train
 
 // attn.embed(text, model=...): a TextModel, or the path of a model file, gives (tokens,

@@ -23,5 +23,6 @@ ValueError), as attn.UsageError or attn.InputError; wrong array types raise Type
   attn::python::bind_multihead_attention(m);
   attn::python::bind_vectors(m);
   attn::python::bind_text_model(m);
+  attn::python::bind_translation_model(m);
   attn::python::bind_train(m);
 }

@@ -19,8 +19,10 @@ enum class text_task {
   lm,  // a language model: plain text as one stream of paragraphs, every position of a
        // causal window predicting the token after it (unknown and end-of-paragraph tokens
        // included), through the input table (tied output)
+  translate,  // sentence pairs (source, target) in subword pieces: an encoder–decoder
+              // (models/translator.hpp), a model of its own beside the word models
 };
-std::string task_name(text_task task);  // "next-word", "classify", "masked-word", "lm"
+std::string task_name(text_task task);  // "next-word", "classify", "masked-word", "lm", "translate"
 
 struct task_kind {
   text_task task;
@@ -43,6 +45,9 @@ struct task_kind {
   // Reads text as tokens it learned: a word it does not know as <unk> (not left out), each
   // paragraph ending in <eos> (lm).
   bool reads_unknown = false;
+  // Reads sentence pairs and trains the translator, its own model kind and file format
+  // (attn/translation_model.hpp), not the word models' network (translate).
+  bool pairs = false;
 };
 
 // Every task, in attn train --help's order.

@@ -112,6 +112,15 @@ struct train_options {
   // words close (lm: before <unk> and <eos>, which stay in the head). Empty: the full softmax.
   std::vector<int64_t> adaptive_softmax;
 
+  // translate (attn/translation_model.hpp): the pairs as two files aligned by line, or data as
+  // source<TAB>target lines; held-out pairs the same way (default: a share held out, see
+  // translation_trainer.cpp). max_length above: a pair with a side longer (in pieces, </s>
+  // included) is skipped and counted, never cut.
+  std::string source, target, valid_source, valid_target;
+  int64_t pieces = 8000;          // joint subword pieces learned from both sides (SentencePiece BPE)
+  double label_smoothing = 0.1;   // ε of the training loss
+  int64_t batch_tokens = 4096;    // each batch's padded source + target tokens at most
+
   // Threads for this run (1 … 4096); 0: as many as OpenMP gives (the CLI's --threads sets that).
   // The model is the same on any number.
   int64_t threads = 0;

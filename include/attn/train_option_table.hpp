@@ -32,9 +32,11 @@ class task_set {
   unsigned bits_ = 0;
 };
 
-// Every task there is.
-inline constexpr task_set every_task =
+// The word models' tasks (one network: models/network.hpp).
+inline constexpr task_set word_tasks =
     task_set(text_task::next_word) | text_task::classify | text_task::masked_word | text_task::lm;
+// Every task there is.
+inline constexpr task_set every_task = word_tasks | text_task::translate;
 
 // How an option's value is spelled and read: attn train parses each kind from text, attn.train
 // takes each from a Python value.

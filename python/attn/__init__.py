@@ -91,7 +91,7 @@ def _with_signature(fn, method=False):
 
 for _name in ("embed", "sdpa", "tokenize", "train"):
     globals()[_name] = _with_signature(getattr(_attn, _name))
-for _class in (MultiheadAttention, TextModel, Vectors):
+for _class in (MultiheadAttention, TextModel, TranslationModel, Vectors):
     for _name, _value in list(vars(_class).items()):
         if _name.startswith("_") and _name != "__call__":
             continue

@@ -28,9 +28,9 @@ def sdpa(q: npt.ArrayLike, k: npt.ArrayLike, v: npt.ArrayLike, *, causal: bool =
 
 def tokenize(text: str) -> List[str]: ...
 
-def train(data: _Path, *, task: str = "next-word", output: Optional[_Path] = None,
+def train(data: Optional[_Path] = None, *, task: str = "next-word", output: Optional[_Path] = None,
           vectors: Union[None, _Path, "Vectors"] = None, callback: Optional[Callable[[Dict[str, Any]], Any]] = None,
-          progress: bool = True, **options: Any) -> "TextModel":
+          progress: bool = True, **options: Any) -> Union["TextModel", "TranslationModel"]:
     """attn train from Python: the same options (train_options's names, and threads), defaults,
     option ranges, file-roles check and model file."""
 
@@ -128,3 +128,24 @@ class TextModel:
     def dim(self) -> int: ...
     @property
     def heads(self) -> int: ...
+
+class TranslationModel:
+    @staticmethod
+    def load(path: _Path) -> "TranslationModel":
+        """A model file from attn train --task translate."""
+    def save(self, path: _Path) -> None: ...
+    @overload
+    def translate(self, text: str, *, beam: int = 5, length_penalty: float = 1.0, max_length: int = 0) -> str: ...
+    @overload
+    def translate(self, text: List[str], *, beam: int = 5, length_penalty: float = 1.0,
+                  max_length: int = 0) -> List[str]: ...
+    def hypotheses(self, text: str, *, beam: int = 5, n_best: int = 1, length_penalty: float = 1.0,
+                   max_length: int = 0, alignment: bool = False) -> List[Dict[str, Any]]:
+        """{"text", "pieces", "score", "log_probability", "ended", "alignment"}, best first."""
+    def attention(self, text: str, *, beam: int = 5) -> Dict[str, Any]:
+        """{"source", "target", "read", "text", "encoder", "decoder", "cross"}: per layer [H, rows, columns]."""
+    def evaluate(self, sources: List[str], references: List[str], *, beam: int = 5,
+                 length_penalty: float = 1.0) -> Dict[str, Any]: ...
+    def pieces(self, text: str) -> List[str]: ...
+    @property
+    def config(self) -> Dict[str, int]: ...

@@ -2,6 +2,8 @@
 #include "text/subword_pieces.hpp"
 
 #include <fmt/format.h>
+
+#include <cstdio>
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
@@ -51,7 +53,19 @@ std::string learn_pieces(const std::vector<std::string>& sentences, const piece_
   sentence_list list(sentences);
   std::string model;
   const sentencepiece::util::Status status = sentencepiece::SentencePieceTrainer::Train(args, &list, &model);
-  if (!status.ok()) throw_usage(fmt::format("learning subword pieces: {}", status.ToString()));
+  if (!status.ok()) {
+    // The one failure a caller can cause: fewer pieces than the text has characters (each needs
+    // its own piece, so that no character is unknown). SentencePiece words it "N vs M".
+    const std::string why = status.ToString();
+    if (const size_t at = why.find("smaller than required_chars. "); at != std::string::npos) {
+      long given = 0, needed = 0;
+      if (std::sscanf(why.c_str() + at + 29, "%ld vs %ld", &given, &needed) == 2)
+        throw_usage(fmt::format("--pieces {}: the text has more characters than that, and each needs a piece of its "
+                                "own; give at least {}",
+                                o.vocabulary, needed));
+    }
+    throw_usage(fmt::format("learning subword pieces: {}", why));
+  }
   return model;
 }
 
@@ -59,6 +73,10 @@ subword_pieces::subword_pieces(std::string serialized, const std::string& source
     : processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()), serialized_(std::move(serialized)) {
   const sentencepiece::util::Status status = processor_->LoadFromSerializedProto(serialized_);
   if (!status.ok()) throw_input(source, fmt::format("not a SentencePiece model ({})", status.ToString()));
+  // Every id attn writes assumes the specials' places.
+  if (processor_->pad_id() != pad || processor_->unk_id() != unknown || processor_->bos_id() != begin ||
+      processor_->eos_id() != end || processor_->GetPieceSize() <= end)
+    throw_input(source, "a SentencePiece model whose special pieces are not <pad> 0, <unk> 1, <s> 2, </s> 3");
 }
 
 subword_pieces::~subword_pieces() = default;

@@ -7,7 +7,7 @@ namespace attn {
 
 namespace {
 
-constexpr std::array<task_kind, 4> kinds{{
+constexpr std::array<task_kind, 5> kinds{{
     {.task = text_task::next_word, .name = "next-word", .training = "a next-word",
      .checkpoint_format = "attn-next-word-training/1", .every_prefix = true, .causal = true},
     // A classifier reads each token with its neighbours: a word window of three tokens by
@@ -22,6 +22,8 @@ constexpr std::array<task_kind, 4> kinds{{
      .checkpoint_format = "attn-lm-training/1",
      .tied_head = "tied output (the input rows score the next token)", .streamed = true,
      .causal = true, .word_output = true, .autoregressive = true, .reads_unknown = true},
+    {.task = text_task::translate, .name = "translate", .training = "a translation",
+     .checkpoint_format = "attn-translate-training/1", .pairs = true},
 }};
 
 }  // namespace

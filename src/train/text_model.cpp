@@ -11,6 +11,7 @@
 #include "attn/safetensors.hpp"
 #include "attn/sdpa.hpp"
 #include "attn/tokenizer.hpp"
+#include "attn/translation_model.hpp"
 #include "attn/vectors.hpp"
 #include "io/json_fields.hpp"
 #include "io/read_file.hpp"
@@ -127,6 +128,8 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
       throw_input(source, fmt::format("not an attn text model: no '{}' in __metadata__", key));
     return it->second;
   };
+  if (meta("format") == translation_model_format)
+    throw_input(source, "is a translation model (attn translate, attn eval and attn heatmap read it), not a text model");
   if (meta("format") != model_format && meta("format") != model_format_v1)
     throw_input(source, fmt::format("unsupported model format '{}' (expected '{}')",
                                     meta("format"), model_format));
@@ -139,7 +142,7 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
     if (!j.is_object()) f.fail("config", "must be a JSON object");
     const std::string task = f.text(j, "task");
     const task_kind* kind = task_named(task);
-    if (kind == nullptr)
+    if (kind == nullptr || kind->pairs)
       f.fail("task", fmt::format("is '{}', expected next-word, classify, masked-word or lm", task));
     c.task = kind->task;
     const std::string emb = f.text(j, "embeddings");

@@ -16,7 +16,7 @@ namespace attn {
 
 text_task parse_task(const std::string& name, const std::string& option) {
   if (const task_kind* kind = task_named(name)) return kind->task;
-  throw_usage(fmt::format("{} '{}': expected next-word, classify, masked-word or lm", option, name));
+  throw_usage(fmt::format("{} '{}': expected next-word, classify, masked-word, lm or translate", option, name));
 }
 
 double parse_duration(const std::string& text, const std::string& option) {

@@ -16,7 +16,7 @@ constexpr option_range non_negative{shape::non_negative};
 constexpr option_range between(double lo, double hi) { return {shape::between, lo, hi}; }
 
 constexpr text_task next_word = text_task::next_word, classify = text_task::classify,
-                    masked_word = text_task::masked_word, lm = text_task::lm;
+                    masked_word = text_task::masked_word, lm = text_task::lm, translate = text_task::translate;
 // The in-memory tasks, whose held-out lines may come from a file.
 constexpr task_set line_tasks = task_set(next_word) | classify;
 // The streamed tasks (src/train/corpus_trainer.cpp).
@@ -36,50 +36,57 @@ constexpr double lm_layers = 4, lm_dropout = 0.1;
 // and each unknown held-out word costs ~15 nats: 118 → 182 held-out perplexity on a book).
 constexpr double lm_min_count = 2;
 constexpr double lm_lr = 0.003;  // 800k Wikipedia tokens: held-out perplexity 409, against 507 at 0.001
+// A translator of the tutorials' size for ~30k pairs (Multi30k: docs/TRANSLATE.md): 3 + 3 layers at
+// width 256, feed-forward 1024, dropout 0.1; pairs up to 128 pieces a side.
+constexpr double translate_width = 256, translate_layers = 3, translate_feedforward = 1024,
+                 translate_dropout = 0.1, translate_max_length = 128;
 
 std::vector<train_option> make_table() {
   using o = train_options;
   return {
       // Every task's.
-      {"learn_embeddings", "--learn-embeddings", kind::integer, &o::learn_embeddings, every_task, positive, {},
+      {"learn_embeddings", "--learn-embeddings", kind::integer, &o::learn_embeddings, word_tasks, positive, {},
        "Learn embeddings of this width from the data instead of pre-trained ones"},
       {"finetune_embeddings", "--finetune-embeddings,!--frozen-embeddings", kind::flag, &o::finetune_embeddings,
-       every_task, any, {{masked_word, 0}},
+       word_tasks, any, {{masked_word, 0}},
        "Train the pre-trained vectors too (the default; with the embedded GloVe, a copy of each training word's "
        "vector), or keep them frozen"},
-      {"positions", "--positions", kind::flag, &o::positions, every_task, any, {{masked_word, 1}},
+      {"positions", "--positions", kind::flag, &o::positions, word_tasks, any, {{masked_word, 1}},
        "Add learned positional embeddings"},
       {"heads", "--heads", kind::integer, &o::heads, every_task, positive, {}, "Attention heads (default 4; divides --dim)"},
-      {"dim", "--dim", kind::integer, &o::dim, every_task, positive, {}, "Attention width (default: the embedding width)"},
-      {"hidden", "--hidden", kind::integer, &o::hidden, every_task, positive, {},
+      {"dim", "--dim", kind::integer, &o::dim, every_task, positive, {{translate, translate_width}},
+       "Attention width (default: the embedding width; translate: 256, the shared embedding's width too)"},
+      {"hidden", "--hidden", kind::integer, &o::hidden, word_tasks, positive, {},
        "MLP hidden width (default: the attention width)"},
       {"epochs", "--epochs", kind::integer, &o::epochs, every_task, positive, {},
        "Most passes over the data (default: enough for 1000 optimiser steps, at least 4, at most 1000; early "
        "stopping may end sooner)"},
       {"patience", "--patience", kind::integer, &o::patience, every_task, positive, {},
        "Stop after this many epochs without a better validation score (default 3)"},
-      {"min_count", "--min-count", kind::integer, &o::min_count, every_task, non_negative, {{lm, lm_min_count}},
+      {"min_count", "--min-count", kind::integer, &o::min_count, word_tasks, non_negative, {{lm, lm_min_count}},
        "Training words without a pre-trained vector that occur at least N times get a learned row (default 1; 0: "
        "skip them). lm: words seen fewer than N times are <unk> (default 2, so the model learns how often unknown "
        "words come)"},
       {"layers", "--layers", kind::integer, &o::layers, every_task, non_negative,
-       {{masked_word, masked_word_layers}, {lm, lm_layers}},
-       "0: the seeds' attention layer; N: N Transformer encoder layers (residuals, layer norm, feed-forward)"},
-      {"norm_first", "--norm-first", kind::flag, &o::norm_first, every_task, any, {{lm, 1}},
+       {{masked_word, masked_word_layers}, {lm, lm_layers}, {translate, translate_layers}},
+       "0: the seeds' attention layer; N: N Transformer encoder layers (residuals, layer norm, feed-forward); "
+       "translate: N encoder and N decoder layers (default 3)"},
+      {"norm_first", "--norm-first", kind::flag, &o::norm_first, word_tasks, any, {{lm, 1}},
        "Encoder layers pre-norm (PyTorch's norm_first=True, GPT-2's blocks), with a final layer norm after them; "
        "default: post-norm, PyTorch's default"},
-      {"feedforward", "--feedforward", kind::integer, &o::feedforward, every_task, positive, {},
-       "Encoder layers' feed-forward width (default: twice --dim)"},
-      {"pool", "--pool", kind::pool, &o::pool, every_task, any, {},
+      {"feedforward", "--feedforward", kind::integer, &o::feedforward, every_task, positive,
+       {{translate, translate_feedforward}},
+       "Encoder layers' feed-forward width (default: twice --dim; translate: 1024)"},
+      {"pool", "--pool", kind::pool, &o::pool, word_tasks, any, {},
        "How token vectors become one: max (default), mean (the seeds'), mean+max or attention (a learned query's "
        "weights)"},
       {"dropout", "--dropout", kind::number, &o::dropout, every_task, between(0, 0.95),
-       {{masked_word, masked_word_dropout}, {lm, lm_dropout}},
-       "Dropout on the embeddings and the pooled vector (default 0.3)"},
-      {"window", "--window", kind::integer, &o::window, every_task, between(0, 64), {},
+       {{masked_word, masked_word_dropout}, {lm, lm_dropout}, {translate, translate_dropout}},
+       "Dropout on the embeddings and the pooled vector (default 0.3; masked-word, lm and translate: 0.1)"},
+      {"window", "--window", kind::integer, &o::window, word_tasks, between(0, 64), {},
        "Tokens per word window before the attention: each token's vector mixed with its neighbours' (a 1-D "
        "convolution; centred, causal for next-word); 0: none (default: 3 for classify, none otherwise)"},
-      {"shards", "--shards", kind::integer, &o::shards, every_task, positive, {},
+      {"shards", "--shards", kind::integer, &o::shards, word_tasks, positive, {},
        "Cut each batch into N shards, their gradients computed apart and summed in order (default 1; attn-mpi: "
        "one per rank); the shards run side by side, one per thread, each on its own copy of the network, and the "
        "model is the same on any number of threads; attn train --shards K writes the model of mpirun -n K "
@@ -87,7 +94,7 @@ std::vector<train_option> make_table() {
       // Past 1 AdamW moves each weight by about the rate every step: the run only diverges.
       {"lr", "--lr", kind::number, &o::lr, every_task, {shape::up_to, 0, 1}, {{lm, lm_lr}},
        "Peak learning rate, above 0 and at most 1 (default 0.001; lm: 0.003)"},
-      {"batch", "--batch", kind::integer, &o::batch, every_task, positive, {}, "Lines per step (default 32; lm: windows)"},
+      {"batch", "--batch", kind::integer, &o::batch, word_tasks, positive, {}, "Lines per step (default 32; lm: windows)"},
       {"seed", "--seed", kind::seed, &o::seed, every_task, any, {},
        "Random seed, 0 to 2^64 − 1 (default 0): same seed, same model", "UINT"},
       {"weight_decay", "--weight-decay", kind::number, &o::weight_decay, every_task, non_negative, {},
@@ -100,15 +107,17 @@ std::vector<train_option> make_table() {
        "Threads for this run (default: all cores)", nullptr, option_surface::python_only},
 
       // next-word and classify.
-      {"valid", "--valid", kind::path, &o::valid, line_tasks, any, {},
+      {"valid", "--valid", kind::path, &o::valid, line_tasks | translate, any, {},
        "Validation file (same format), scored every epoch; default: 10% of the training lines (at most 5000) held "
-       "out when there are at least 200"},
+       "out when there are at least 200 (translate with --data: held-out source<TAB>target lines)"},
 
       // masked-word.
       {"mask_share", "--mask", kind::number, &o::mask_share, masked_word, between(0.01, 0.9), {},
        "Share of the words hidden (default 0.15)"},
-      {"max_length", "--max-length", kind::integer, &o::max_length, masked_word, between(2, 1 << 16), {},
-       "Longer sentences are cut into pieces of this many tokens (default 64)"},
+      {"max_length", "--max-length", kind::integer, &o::max_length, task_set(masked_word) | translate,
+       between(2, 1 << 16), {{translate, translate_max_length}},
+       "Longer sentences are cut into pieces of this many tokens (masked-word, default 64); a translation pair with "
+       "a side of more pieces (</s> included) is skipped and counted, never cut (translate, default 128)"},
       {"group_by_length", "--group-by-length", kind::flag, &o::group_by_length, masked_word, any, {},
        "Batches of sentences of like length, so little of a batch is padding (Hugging Face's group_by_length; off "
        "by default)"},
@@ -153,6 +162,23 @@ std::vector<train_option> make_table() {
        "CUT,..."},
       {"eval_steps", "--eval-steps", kind::integer, &o::eval_steps, resumable_tasks, positive, {},
        "Also score the held-out sequences every N steps (default: each epoch's end)"},
+
+      // translate.
+      {"source", "--source", kind::path, &o::source, translate, any, {},
+       "Source sentences, one a line, aligned by line with --target (or --data FILE of source<TAB>target lines)"},
+      {"target", "--target", kind::path, &o::target, translate, any, {}, "Target sentences, one a line"},
+      {"valid_source", "--valid-source", kind::path, &o::valid_source, translate, any, {},
+       "Held-out source sentences (with --valid-target), scored every epoch or --eval-steps; default: 5% of the "
+       "pairs, at most 1000, held out"},
+      {"valid_target", "--valid-target", kind::path, &o::valid_target, translate, any, {},
+       "Held-out target sentences"},
+      {"pieces", "--pieces", kind::integer, &o::pieces, translate, positive, {},
+       "Joint subword pieces (SentencePiece BPE) learned from both sides of the training pairs, stored in the "
+       "model file (default 8000)"},
+      {"label_smoothing", "--label-smoothing", kind::number, &o::label_smoothing, translate, between(0, 0.99), {},
+       "Label smoothing of the training loss (default 0.1)"},
+      {"batch_tokens", "--batch-tokens", kind::integer, &o::batch_tokens, translate, positive, {},
+       "Each batch's pairs of like length, at most this many padded source and target tokens (default 4096)"},
 
       // lm.
       {"vocab", "--vocab", kind::integer, &o::vocab, lm, positive, {},

@@ -236,7 +236,7 @@ std::string training_record(const train_options& o, int64_t epochs) {
 
 namespace {
 [[noreturn]] void diverged(const train_options& o, int64_t step) {
-  throw_input(o.data, fmt::format("training diverged (the loss is no longer finite; a learning rate "
+  throw_input(o.data.empty() ? o.source : o.data, fmt::format("training diverged (the loss is no longer finite; a learning rate "
                                   "below {:g} may train)", o.lr),
               fmt::format("step {}", step));
 }

@@ -64,6 +64,30 @@ double translator_trainable::step_flops(const step_batch& b, const step_totals& 
   return flops;
 }
 
+// Mean cross-entropy per target piece (no label smoothing: the model's own probabilities) and
+// next-piece accuracy over the pairs, teacher-forced, in batches of like length.
+scored_examples score_pairs(const models::translator<float>& model, const std::vector<encoded_pair>& pairs,
+                             int64_t batch_tokens) {
+  double loss = 0;
+  int64_t correct = 0, n = 0;
+  models::translator_cache<float> cache;
+  const int64_t v = model.shape().vocabulary;
+  for (const std::vector<int64_t>& indices : length_batches(pairs, batch_tokens, 0)) {
+    const models::translation_batch b = make_translation_batch(pairs, indices);
+    model.forward(b, cache, 0);
+    for (size_t r = 0; r < cache.targets.size(); ++r) {
+      const float* row = cache.logits.data() + static_cast<int64_t>(r) * v;
+      const int64_t target = cache.targets[r];
+      loss += static_cast<double>(cache.row_lse[r]) - static_cast<double>(row[target]);
+      correct += std::max_element(row, row + v) - row == target ? 1 : 0;
+    }
+    n += static_cast<int64_t>(cache.targets.size());
+  }
+  return {.loss = n > 0 ? loss / static_cast<double>(n) : 0.0,
+          .accuracy = n > 0 ? static_cast<double>(correct) / static_cast<double>(n) : 0.0,
+          .n = n};
+}
+
 translation_batches::translation_batches(const std::vector<encoded_pair>& pairs, int64_t max_tokens, uint64_t seed)
     : pairs_(pairs), max_tokens_(max_tokens), seed_(seed) {
   // (how pairs fall into batches does not depend on the seed: only their order does)

@@ -37,6 +37,12 @@ class translator_trainable final : public trainable {
   models::translator_cache<float> cache_;
 };
 
+// Mean cross-entropy per target piece (no label smoothing: the model's own probabilities) and
+// next-piece accuracy over the pairs, teacher-forced, in batches of like length (the held-out
+// score while training; attn eval's loss).
+scored_examples score_pairs(const models::translator<float>& model, const std::vector<encoded_pair>& pairs,
+                            int64_t batch_tokens);
+
 class translation_batches final : public batch_source {
  public:
   // pairs: the training pairs (kept by reference); max_tokens: each batch's padded tokens at most.

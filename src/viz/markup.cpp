@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "io/base64.hpp"
+
 namespace attn::viz {
 
 namespace {
@@ -61,7 +63,6 @@ std::string exact(float v) {
 }
 
 std::string base64_floats(const float* values, size_t count) {
-  static constexpr char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string bytes;
   bytes.reserve(count * 4);
   for (size_t i = 0; i < count; ++i) {
@@ -69,16 +70,7 @@ std::string base64_floats(const float* values, size_t count) {
     std::memcpy(&bits, values + i, 4);
     for (int b = 0; b < 4; ++b) bytes += static_cast<char>((bits >> (8 * b)) & 0xff);
   }
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    const size_t n = std::min<size_t>(3, bytes.size() - i);
-    uint32_t group = 0;
-    for (size_t j = 0; j < 3; ++j)
-      group = (group << 8) | (j < n ? static_cast<unsigned char>(bytes[i + j]) : 0u);
-    for (size_t j = 0; j < 4; ++j) out += j <= n ? digits[(group >> (18 - 6 * j)) & 63] : '=';
-  }
-  return out;
+  return io::base64_encode(bytes);
 }
 
 std::string fixed(float v, int decimals) {

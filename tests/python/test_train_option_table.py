@@ -16,7 +16,8 @@ attn = pytest.importorskip("attn")
 DATA = os.path.join(os.path.dirname(__file__), "..", "data")
 ATTN = os.environ.get("ATTN_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin", "attn")
 NEGATION = os.path.join(DATA, "negation_train.tsv")
-TASKS = ["next-word", "classify", "masked-word", "lm"]
+TASKS = ["next-word", "classify", "masked-word", "lm", "translate"]
+PAIRS = os.path.join(DATA, "toy_pairs.tsv")
 # A value every option of the kind accepts (within each row's range), as text and from Python.
 VALUES = {"integer": ("2", 2), "number": ("0.5", 0.5), "flag": (None, True), "path": ("somewhere.txt", "somewhere.txt"),
           "seed": ("1", 1), "duration": ("1m", "1m"), "cuts": ("2", [2]), "pool": ("mean", "mean"),
@@ -131,7 +132,8 @@ def training_record(path):
 RUNS = {"next-word": (os.path.join(DATA, "seed003_toy.txt"), {"epochs": 2}),
         "classify": (NEGATION, {"epochs": 1}),
         "masked-word": (None, {"layers": 1, "max_tokens": 2000}),
-        "lm": (None, {"layers": 1, "max_tokens": 2000, "vocab": 50, "context": 16})}
+        "lm": (None, {"layers": 1, "max_tokens": 2000, "vocab": 50, "context": 16}),
+        "translate": (PAIRS, {"epochs": 1, "layers": 1, "dim": 16, "feedforward": 32, "pieces": 60})}
 
 
 @pytest.mark.parametrize("task", TASKS)

@@ -1,0 +1,29 @@
+// What an attn::translation_model holds: its configuration, its subword pieces and the translator.
+#pragma once
+
+#include <string>
+
+#include "attn/training_curve.hpp"
+#include "attn/translation_model.hpp"
+#include "models/translator.hpp"
+#include "text/subword_pieces.hpp"
+
+namespace attn {
+
+struct translation_model::impl {
+  impl(const translation_config& c, text::subword_pieces p);
+
+  translation_config config;
+  text::subword_pieces pieces;
+  models::translator<float> net;
+  std::string training;      // JSON: how it was trained (saved as metadata, for the record)
+  training_history history;  // what the run scored as it went (saved as "history")
+
+  std::string encode() const;  // the model file's bytes
+  // The text's pieces followed by </s> (just </s> for a text without pieces).
+  std::vector<int64_t> source_ids(std::string_view text) const;
+};
+
+models::translator_shape translator_shape_of(const translation_config& c);
+
+}  // namespace attn
