@@ -80,12 +80,16 @@ std::vector<subcommand> standard_subcommands() {
        "[--pieces N] [--max-length N] [--label-smoothing E] [--batch-tokens N] [--time 60m] -o MODEL.safetensors",
        add_train_command},
       {"predict", "attn predict --model MODEL [--top K] TEXT", add_predict_command},
-      {"eval", "attn eval --model MODEL --data FILE [--every N] [--seed S]", add_eval_command},
+      {"eval",
+       "attn eval --model MODEL --data FILE [--every N] [--seed S]\n"
+       "       attn eval --model TRANSLATOR --source FILE --target FILE [--beam N] | attn eval --translations FILE "
+       "--target FILE",
+       add_eval_command},
       {"generate",
        "attn generate [--model MODEL] [--max-words N] [--temperature T] [--top-k K] [--top-p P] "
        "[--seed S] [--beam N [--n-best K] [--length-penalty A]] [PROMPT]",
        add_generate_command},
-      {"tokenize", "attn tokenize [--model MODEL] [--data FILE | TEXT]", add_tokenize_command},
+      {"tokenize", "attn tokenize [--model MODEL [--ids | --vocabulary]] [--data FILE | TEXT]", add_tokenize_command},
       {"translate",
        "attn translate --model MODEL [--beam 5] [--length-penalty A] [--n-best K] [--max-length N] [--alignment] "
        "[-o FILE] [TEXT | --batch FILE]",

@@ -16,7 +16,7 @@ namespace attn::cli {
 namespace {
 
 struct eval_args {
-  std::string model, data, source, target;
+  std::string model, data, source, target, translations;
   translation_options options;
   int64_t every = 7;
   uint64_t seed = 0;
@@ -67,7 +67,31 @@ void run_translation(const eval_args& args) {
   write_output("-", j.dump() + "\n");
 }
 
+// Translations already made (by attn translate or any system) scored against references: BLEU
+// and chrF as sacreBLEU's defaults give them.
+void run_scores(const eval_args& args) {
+  if (!args.model.empty() || !args.source.empty() || !args.data.empty())
+    throw_usage("--translations scores a file of translations: give it with --target alone (no --model)");
+  if (args.target.empty()) throw_usage("--translations needs --target FILE (the references, aligned by line)");
+  const std::vector<std::string> hypotheses = lines_of(args.translations), references = lines_of(args.target);
+  if (hypotheses.size() != references.size())
+    throw_input(args.translations, fmt::format("{} lines, but {} has {} (the files must be aligned by line)",
+                                               hypotheses.size(), args.target, references.size()));
+  if (hypotheses.empty()) throw_input(args.translations, "no lines to score");
+  const translation_scores s = score_translations(hypotheses, references);
+  const nlohmann::json j = {{"bleu", s.bleu}, {"chrf", s.chrf}, {"lines", hypotheses.size()},
+                            {"precisions", s.precisions}, {"brevity_penalty", s.brevity_penalty},
+                            {"hypothesis_length", s.hypothesis_length}, {"reference_length", s.reference_length},
+                            {"bleu_signature", s.bleu_signature}, {"chrf_signature", s.chrf_signature}};
+  write_output("-", j.dump() + "\n");
+}
+
 void run(const eval_args& args) {
+  if (!args.translations.empty()) {
+    run_scores(args);
+    return;
+  }
+  if (args.model.empty()) throw_usage("--model is required (or --translations FILE --target FILE)");
   if (args.model != "builtin" && args.model != "builtin-lm" && is_translation_model_file(args.model)) {
     run_translation(args);
     return;
@@ -110,7 +134,9 @@ void add_eval_command(CLI::App& app) {
       "eval", "Accuracy and loss of a trained model on a data file (a language model: perplexity "
              "over every token; a masked-word model: the share of hidden words it fills, top-1 "
              "and top-5): one JSON line");
-  reads(sub->add_option("--model", args->model, "Model file from attn train"))->required();
+  reads(sub->add_option("--model", args->model, "Model file from attn train"));
+  reads(sub->add_option("--translations", args->translations,
+                        "Score a file of translations against --target (BLEU and chrF, no model)"));
   reads(sub->add_option("--data", args->data, "Data in the model's task format (a translator: source<TAB>target lines)"));
   reads(sub->add_option("--source", args->source, "A translator: the sentences to translate, one a line"));
   reads(sub->add_option("--target", args->target, "A translator: their reference translations, aligned by line"));

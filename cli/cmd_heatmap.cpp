@@ -7,6 +7,7 @@
 #include <charconv>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include "attn/embed.hpp"
 #include "attn/error.hpp"
@@ -14,6 +15,7 @@
 #include "attn/inspection.hpp"
 #include "attn/text_model.hpp"
 #include "attn/training_curve.hpp"
+#include "attn/translation_model.hpp"
 #include "cli_common.hpp"
 #include "file_roles.hpp"
 
@@ -116,6 +118,89 @@ heatmap_page model_page(const heatmap_args& args, std::optional<int> head, bool 
   return page;
 }
 
+// A translator's attention while it writes its translation (beam 5): the cross-attention of every
+// layer and head as the heatmap (written target pieces × source pieces), each layer's encoder and
+// decoder self-attention (heads averaged) and the word alignment as tables under it.
+heatmap_page translation_page(const heatmap_args& args, std::optional<int> head) {
+  const translation_model model = translation_model::load(args.model_path);
+  const std::string text = check_picture_length(read_text(args.text), "heatmap");
+  const translation_attention a = model.attention(text, {.beam = 5});
+  const auto layers = static_cast<int64_t>(a.cross.size());
+  const int64_t heads = a.cross.front().dim(0);
+  const std::optional<int> chosen = parse_number("--layer", args.layer);
+  if (chosen && *chosen >= layers)
+    throw_usage(fmt::format("--layer {} is out of range: the model has {} decoder layer{} (0 … {})", *chosen, layers,
+                            layers == 1 ? "" : "s", layers - 1));
+  if (head && *head >= heads)
+    throw_usage(fmt::format("--head {} is out of range: the model has {} head{} (0 … {})", *head, heads,
+                            heads == 1 ? "" : "s", heads - 1));
+  heatmap_page page;
+  page.map.title = fmt::format("Cross-attention of {}: how much each target piece it wrote (row) attended to each "
+                               "source piece (column)",
+                               args.model_path);
+  page.map.queries = a.target;
+  page.map.keys = a.source;
+  const auto rows = static_cast<int64_t>(a.target.size()), cols = static_cast<int64_t>(a.source.size());
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    if (chosen && *chosen != layer) continue;
+    for (int64_t h = 0; h < heads; ++h) {
+      if (head && *head != h) continue;
+      page.map.heads.push_back({fmt::format("cross layer {} head {}", layer, h),
+                                a.cross[static_cast<size_t>(layer)].slice(0, h, h + 1).contiguous().reshape({rows, cols})});
+    }
+  }
+  const auto mean_of_heads = [](const tensor& w) {
+    const int64_t h = w.dim(0), r = w.dim(1), c = w.dim(2);
+    tensor m({r, c});
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j) {
+        double sum = 0;
+        for (int64_t k = 0; k < h; ++k) sum += w.at({k, i, j});
+        m.at({i, j}) = static_cast<float>(sum / static_cast<double>(h));
+      }
+    return m;
+  };
+  const translation t = model.translate(text, {.beam = 5, .alignment = true});
+  page.notes.push_back(fmt::format("Source pieces ({}): {}", cols, fmt::join(a.source, " ")));
+  page.notes.push_back(fmt::format("Translation (beam 5): {}", a.text));
+  std::string links;
+  for (const auto& [i, j] : t.best().alignment) links += fmt::format("{}{}-{}", links.empty() ? "" : " ", i, j);
+  page.notes.push_back(fmt::format("Alignment (source word-target word, from the last layer's cross-attention): {}",
+                                   links.empty() ? "none" : links));
+  const translation_config& c = model.config();
+  page.notes.push_back(fmt::format("Model: {} (translator, {} encoder and {} decoder layers, {} heads of {} dimensions)",
+                                   args.model_path, c.encoder_layers, c.decoder_layers, c.heads, c.width / c.heads));
+  // The alignment as a table of links: target words × source words.
+  const auto words_of = [](const std::string& line) {  // the alignment's words: split at spaces
+    std::vector<std::string> words;
+    std::istringstream in(line);
+    for (std::string w; in >> w;) words.push_back(w);
+    return words;
+  };
+  const std::vector<std::string> source_words = words_of(text), target_words = words_of(t.best().text);
+  if (!source_words.empty() && !target_words.empty()) {
+    tensor links_table({static_cast<int64_t>(target_words.size()), static_cast<int64_t>(source_words.size())});
+    for (const auto& [i, j] : t.best().alignment)
+      if (i < links_table.dim(1) && j < links_table.dim(0)) links_table.at({j, i}) = 1.0f;
+    page.tables.push_back({"Alignment: each target word's strongest source word", links_table, target_words,
+                           source_words, false, true});
+  }
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    const auto l = static_cast<size_t>(layer);
+    if (l < a.encoder.size())
+      page.tables.push_back({fmt::format("Encoder layer {} self-attention (heads averaged)", layer),
+                             mean_of_heads(a.encoder[l]), a.source, a.source, false, true});
+    page.tables.push_back({fmt::format("Decoder layer {} self-attention, causal (heads averaged; row: the piece "
+                                       "written, column: the piece read)",
+                                       layer),
+                           mean_of_heads(a.decoder[l]), a.target, a.read, false, true});
+  }
+  for (size_t l = a.cross.size(); l < a.encoder.size(); ++l)
+    page.tables.push_back({fmt::format("Encoder layer {} self-attention (heads averaged)", l),
+                           mean_of_heads(a.encoder[l]), a.source, a.source, false, true});
+  return page;
+}
+
 void run(const heatmap_args& args) {
   // The cheap checks first, before the vectors or the model are loaded.
   const picture_format format = format_of(args.output);
@@ -123,7 +208,11 @@ void run(const heatmap_args& args) {
   parse_number("--layer", args.layer);
   const scale_spec scale = scale_spec::parse(args.scale);
 
-  heatmap_page page = args.model_path.empty() ? vectors_page(args, scale) : model_page(args, head, format == picture_format::html);
+  const bool translator = !args.model_path.empty() && args.model_path != "builtin" && args.model_path != "builtin-lm" &&
+                          is_translation_model_file(args.model_path);
+  heatmap_page page = args.model_path.empty() ? vectors_page(args, scale)
+                      : translator             ? translation_page(args, head)
+                                               : model_page(args, head, format == picture_format::html);
   if (head && args.model_path.empty()) page.map = select_head(page.map, *head);
   write_output(args.output, format == picture_format::svg   ? render_heatmap_svg(page.map)
                             : format == picture_format::png ? render_heatmap_png(page.map)

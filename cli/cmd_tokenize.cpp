@@ -8,6 +8,7 @@
 #include "attn/text_file.hpp"
 #include "attn/text_model.hpp"
 #include "attn/tokenizer.hpp"
+#include "attn/translation_model.hpp"
 #include "cli_common.hpp"
 #include "file_roles.hpp"
 #include "staged_output.hpp"
@@ -18,6 +19,7 @@ namespace {
 
 struct tokenize_args {
   std::string model = "builtin-lm", data, output = "-";
+  bool ids = false, table = false;  // a translator: its pieces' ids; its piece table
   std::vector<std::string> text;
 };
 
@@ -30,9 +32,38 @@ std::string line_of_tokens(const text_model& model, const std::string& paragraph
   return out + "\n";
 }
 
+// A translator's subword pieces, space-separated (▁ marks where a word starts).
+std::string line_of_pieces(const translation_model& model, const std::string& line, bool ids) {
+  std::string out;
+  if (ids) {
+    for (const int32_t id : model.piece_ids(line)) out += fmt::format("{}{}", out.empty() ? "" : " ", id);
+  } else {
+    for (const std::string& p : model.pieces(line)) out += (out.empty() ? "" : " ") + p;
+  }
+  return out + "\n";
+}
+
 void run(const tokenize_args& args) {
-  const text_model model = text_model::load(args.model);
   if (!args.data.empty() && !args.text.empty()) throw_usage("give --data FILE or TEXT, not both");
+  if (args.model != "builtin" && args.model != "builtin-lm" && is_translation_model_file(args.model)) {
+    const translation_model model = translation_model::load(args.model);
+    staged_output out(args.output);
+    if (args.table) {
+      if (!args.data.empty() || !args.text.empty()) throw_usage("--vocabulary prints the piece table: no text with it");
+      for (const std::string& piece : model.piece_table()) out.write(piece + "\n");
+    } else if (!args.data.empty()) {
+      // Every line, blank ones too: the output stays aligned with the input by line.
+      for_each_line(args.data, [&](const std::string& line) { out.write(line_of_pieces(model, line, args.ids)); });
+    } else {
+      const std::string text = read_text(args.text);
+      check_utf8(text, args.text.empty() || args.text == std::vector<std::string>{"-"} ? "<stdin>" : "TEXT", 0);
+      out.write(line_of_pieces(model, text, args.ids));
+    }
+    out.commit();
+    return;
+  }
+  if (args.ids || args.table) throw_usage("--ids and --vocabulary are for a translation model's pieces");
+  const text_model model = text_model::load(args.model);
   staged_output out(args.output);
   if (!args.data.empty()) {
     for_each_line(args.data, [&](const std::string& line) {  // plain, .xz or .gz
@@ -58,6 +89,8 @@ void add_tokenize_command(CLI::App& app) {
   reads(sub->add_option("--data", args->data, "Text file, one paragraph a line (.xz and .gz read directly)"));
   writes(sub->add_option("-o,--output", args->output, "Output file (default: standard output)"));
   sub->add_option("text", args->text, "Text (standard input when absent or -)");
+  sub->add_flag("--ids", args->ids, "A translation model: the pieces' ids instead of the pieces");
+  sub->add_flag("--vocabulary", args->table, "A translation model: its piece table, one piece a line (line N: id N - 1)");
   sub->callback([args, sub] {
     check_file_roles(*sub);
     run(*args);

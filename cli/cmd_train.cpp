@@ -91,7 +91,8 @@ void report_translation(const translation_training& t, const train_options& o, c
   if (!r.budget_end.empty()) fmt::print(stderr, "{} tokens trained on (the {} budget)\n", r.trained_tokens, r.budget_end);
   const auto& epochs = r.epochs;
   if (!r.valid.source.empty() && r.best_epoch >= 1 && r.best_epoch <= static_cast<int64_t>(epochs.size()))
-    fmt::print(stderr, "kept epoch {} of {} (valid perplexity {:.2f}){}\n", r.best_epoch, epochs.size(),
+    fmt::print(stderr, "kept epoch {} of {} (valid BLEU {:.2f} greedy, perplexity {:.2f}){}\n", r.best_epoch,
+               epochs.size(), 100 * epochs[static_cast<size_t>(r.best_epoch - 1)].accuracy,
                std::exp(epochs[static_cast<size_t>(r.best_epoch - 1)].eval_loss),
                r.stopped_early ? ": stopped early" : "");
   const translation_config& c = t.model.config();
@@ -144,7 +145,7 @@ void run(const train_args& args, const train_hooks& hooks, const CLI::App& comma
   if (o.resume && !std::filesystem::exists(o.checkpoint))
     throw_input(o.checkpoint, "no checkpoint to resume from");
 
-  train_progress progress(lm || pairs, streamed || pairs);
+  train_progress progress(lm, streamed, pairs);
   train_callbacks callbacks;
   if (hooks.speaks) {
     callbacks.on_step = [&](const train_step_report& r) { progress.step(r); };

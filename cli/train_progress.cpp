@@ -16,8 +16,9 @@ std::string format_duration(double seconds) {
   return fmt::format("{}:{:02}", s / 60, s % 60);
 }
 
-train_progress::train_progress(bool language_model, bool streamed)
-    : terminal_(isatty(STDERR_FILENO) != 0), language_model_(language_model), streamed_(streamed || language_model) {}
+train_progress::train_progress(bool language_model, bool streamed, bool translation)
+    : terminal_(isatty(STDERR_FILENO) != 0), language_model_(language_model || translation),
+      streamed_(streamed || language_model || translation), translation_(translation) {}
 
 train_progress::~train_progress() { clear(); }
 
@@ -62,7 +63,10 @@ void train_progress::step(const train_step_report& r) {
 
 void train_progress::eval(const train_eval_report& r) {
   clear();
-  if (language_model_)
+  if (translation_)
+    fmt::print(stderr, "step {}/{}  {} tokens  valid perplexity {:.2f}  BLEU {:.2f} (greedy)\n", r.step, r.steps,
+               r.tokens, std::exp(r.loss), 100 * r.accuracy);
+  else if (language_model_)
     fmt::print(stderr, "step {}/{}  {} tokens  valid perplexity {:.2f}  accuracy {:.4f}\n", r.step,
                r.steps, r.tokens, std::exp(r.loss), r.accuracy);
   else  // masked-word: the hidden words' loss and top-1 share
@@ -73,6 +77,19 @@ void train_progress::eval(const train_eval_report& r) {
 
 void train_progress::epoch(const train_epoch_report& r) {
   clear();
+  if (translation_ && r.on_validation) {
+    fmt::print(stderr, "epoch {}/{}  loss {:.4f}  valid perplexity {:.2f}  BLEU {:.2f} (greedy)  {:.0f} tokens/s  "
+                       "{:.1f} s\n",
+               r.epoch, r.epochs, r.loss, std::exp(r.eval_loss), 100 * r.accuracy, r.tokens_per_second, r.seconds);
+    std::fflush(stderr);
+    return;
+  }
+  if (translation_) {  // nothing held out: the training loss alone
+    fmt::print(stderr, "epoch {}/{}  loss {:.4f}  {:.0f} tokens/s  {:.1f} s\n", r.epoch, r.epochs, r.loss,
+               r.tokens_per_second, r.seconds);
+    std::fflush(stderr);
+    return;
+  }
   if (language_model_) {
     fmt::print(stderr, "epoch {}/{}  loss {:.4f}  {} perplexity {:.2f}  accuracy {:.4f} (n {})  "
                        "{:.0f} tokens/s  {:.1f} s\n",

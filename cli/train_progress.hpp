@@ -14,7 +14,9 @@ namespace attn::cli {
 
 class train_progress {
  public:
-  explicit train_progress(bool language_model = false, bool streamed = false);
+  // translation: a translator's held-out score is the perplexity of the references and the BLEU of
+  // greedy translations (held in the reports' accuracy, as a fraction).
+  explicit train_progress(bool language_model = false, bool streamed = false, bool translation = false);
   ~train_progress();
   void step(const train_step_report& r);
   void epoch(const train_epoch_report& r);
@@ -22,7 +24,7 @@ class train_progress {
   void clear();  // erases the bar before a message
 
  private:
-  bool terminal_, language_model_, streamed_;
+  bool terminal_, language_model_, streamed_, translation_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point last_line_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_{};

@@ -206,9 +206,11 @@ py::object train(const std::optional<std::filesystem::path>& data, const std::st
   cb.on_step = [&](const train_step_report& r) { report([&] { return step_event(r); }, ""); };
   cb.on_epoch = [&](const train_epoch_report& r) {
     report([&] { return epoch_event(r, task); },
-           fmt::format("epoch {}/{}  loss {:.4f}  {} {:.4f}  {:.0f} tokens/s", r.epoch, r.epochs, r.loss,
-                       lm ? "valid perplexity" : r.on_validation ? "valid accuracy" : "train accuracy",
-                       lm ? std::exp(r.eval_loss) : r.accuracy, r.tokens_per_second));
+           pairs ? fmt::format("epoch {}/{}  loss {:.4f}  valid perplexity {:.2f}  BLEU {:.2f} (greedy)  {:.0f} tokens/s",
+                               r.epoch, r.epochs, r.loss, std::exp(r.eval_loss), 100 * r.accuracy, r.tokens_per_second)
+                 : fmt::format("epoch {}/{}  loss {:.4f}  {} {:.4f}  {:.0f} tokens/s", r.epoch, r.epochs, r.loss,
+                               lm ? "valid perplexity" : r.on_validation ? "valid accuracy" : "train accuracy",
+                               lm ? std::exp(r.eval_loss) : r.accuracy, r.tokens_per_second));
   };
   cb.on_eval = [&](const train_eval_report& r) {
     report([&] { return eval_event(r); },

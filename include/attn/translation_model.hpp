@@ -92,6 +92,19 @@ struct translation_evaluation {
   std::string bleu_signature, chrf_signature;  // sacreBLEU's signatures of the settings they match
 };
 
+// Translations scored against references, line by line, as sacreBLEU 2's defaults score them:
+// cased BLEU with the 13a tokenizer and exponential smoothing, and chrF2 (attn's own code:
+// src/text/bleu.hpp, src/text/chrf.hpp). A usage error when the counts differ.
+struct translation_scores {
+  double bleu = 0, chrf = 0;
+  std::vector<double> precisions;  // BLEU's 1- to 4-gram, in percent
+  double brevity_penalty = 0;
+  int64_t hypothesis_length = 0, reference_length = 0;  // BLEU's token counts
+  std::string bleu_signature, chrf_signature;
+};
+translation_scores score_translations(const std::vector<std::string>& hypotheses,
+                                      const std::vector<std::string>& references);
+
 // Whether the file at path is a translation model (its safetensors header names the format);
 // false for anything else, readable or not (the text model's loader then says what is wrong).
 bool is_translation_model_file(const std::string& path);
@@ -114,6 +127,8 @@ class translation_model {
   const translation_config& config() const;
   // The text as subword pieces, as the model reads it (attn tokenize --model).
   std::vector<std::string> pieces(std::string_view text) const;
+  std::vector<int32_t> piece_ids(std::string_view text) const;  // the same as ids (</s> not added)
+  std::vector<std::string> piece_table() const;  // every id's piece, from 0 (<pad> <unk> <s> </s> first)
 
   // Beam search (greedy at beam 1): the encoder runs once, the cross-attention's keys and values
   // are projected once, the decoder's self-attention reads a key-value cache. Usage errors for

@@ -141,9 +141,9 @@ std::vector<train_option> make_table() {
       // attn.train stops at Ctrl-C (KeyboardInterrupt) instead.
       {"stop_after_steps", "--stop-after-steps", kind::integer, &o::stop_after_steps, resumable_tasks, positive, {},
        "Stop after N steps in all, saving the checkpoint, as Ctrl-C does", nullptr, option_surface::cli_only},
-      {"save_steps", "--save-steps", kind::integer, &o::save_steps, streamed_tasks, positive, {},
-       "Every N steps (a multiple of --eval-steps) also write the model so far to OUTPUT with .stepN before its "
-       "extension (model.step2000.safetensors)"},
+      {"save_steps", "--save-steps", kind::integer, &o::save_steps, streamed_tasks | translate, positive, {},
+       "Every N steps also write the model so far to OUTPUT with .stepN before its extension "
+       "(model.step2000.safetensors; masked-word and lm: N a multiple of --eval-steps)"},
       {"max_tokens", "--max-tokens", kind::integer, &o::max_tokens, streamed_tasks, positive, {},
        "Stop after training on about N tokens (lm: N exactly, in full windows; masked-word: the steps that read N "
        "at the corpus's mean tokens a step)"},

@@ -47,6 +47,14 @@ const std::string& translation_model::training_record() const { return impl_->tr
 
 std::vector<std::string> translation_model::pieces(std::string_view text) const { return impl_->pieces.pieces(text); }
 
+std::vector<int32_t> translation_model::piece_ids(std::string_view text) const { return impl_->pieces.encode(text); }
+
+std::vector<std::string> translation_model::piece_table() const {
+  std::vector<std::string> table;
+  for (int32_t id = 0; id < impl_->pieces.size(); ++id) table.push_back(impl_->pieces.piece(id));
+  return table;
+}
+
 std::string translation_model::encode() const { return impl_->encode(); }
 
 std::string translation_model::impl::encode() const {
@@ -97,7 +105,12 @@ bool is_translation_model_file(const std::string& path) {
   return meta.contains("format") && meta["format"] == translation_model_format;
 }
 
-translation_model translation_model::load(const std::string& path) { return decode(read_file(path), path); }
+translation_model translation_model::load(const std::string& path) {
+  // (text_model::load's names for the built-in models; a file of that name is "./builtin")
+  if (path == "builtin" || path == "builtin-lm")
+    throw_input(path, "is attn's built-in text model, not a translation model (attn train --task translate makes one)");
+  return decode(read_file(path), path);
+}
 
 translation_model translation_model::decode(const std::string& bytes, const std::string& source) {
   safetensors_file file = parse_safetensors(bytes, source);

@@ -26,4 +26,9 @@ struct translation_model::impl {
 
 models::translator_shape translator_shape_of(const translation_config& c);
 
+// translation_model::translate's work, for the model's owner and its trainer (the held-out BLEU).
+translation translate_text(const translation_model::impl& m, std::string_view text, const translation_options& options);
+std::vector<translation> translate_texts(const translation_model::impl& m, const std::vector<std::string>& texts,
+                                         const translation_options& options);
+
 }  // namespace attn

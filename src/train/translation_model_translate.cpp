@@ -128,8 +128,16 @@ std::vector<decode::hypothesis> search(const models::translator<float>& net, con
 }  // namespace
 
 translation translation_model::translate(std::string_view text, const translation_options& options) const {
+  return translate_text(*impl_, text, options);
+}
+
+std::vector<translation> translation_model::translate(const std::vector<std::string>& texts,
+                                                      const translation_options& options) const {
+  return translate_texts(*impl_, texts, options);
+}
+
+translation translate_text(const translation_model::impl& m, std::string_view text, const translation_options& options) {
   check_options(options);
-  const impl& m = *impl_;
   const std::vector<int64_t> source = m.source_ids(text);
   translation out;
   for (size_t i = 0; i + 1 < source.size(); ++i) out.source_pieces.push_back(m.pieces.piece(static_cast<int32_t>(source[i])));
@@ -167,8 +175,8 @@ translation translation_model::translate(std::string_view text, const translatio
   return out;
 }
 
-std::vector<translation> translation_model::translate(const std::vector<std::string>& texts,
-                                                      const translation_options& options) const {
+std::vector<translation> translate_texts(const translation_model::impl& m, const std::vector<std::string>& texts,
+                                         const translation_options& options) {
   check_options(options);
   // The longest first, each thread taking the next when it is free: the long ones do not finish last.
   std::vector<size_t> order(texts.size());
@@ -179,7 +187,7 @@ std::vector<translation> translation_model::translate(const std::vector<std::str
 #pragma omp parallel for schedule(dynamic, 1)
   for (size_t k = 0; k < order.size(); ++k) {
     try {
-      out[order[k]] = translate(texts[order[k]], options);
+      out[order[k]] = translate_text(m, texts[order[k]], options);
     } catch (...) {
 #pragma omp critical
       if (!failed) failed = std::current_exception();
@@ -219,6 +227,18 @@ translation_attention translation_model::attention(std::string_view text, const 
   return a;
 }
 
+translation_scores score_translations(const std::vector<std::string>& hypotheses,
+                                      const std::vector<std::string>& references) {
+  if (hypotheses.size() != references.size())
+    throw_usage(fmt::format("{} translations but {} references (aligned by line)", hypotheses.size(), references.size()));
+  const text::bleu_score bleu = text::corpus_bleu(hypotheses, references);
+  const text::chrf_score chrf = text::corpus_chrf(hypotheses, references);
+  return {.bleu = bleu.score, .chrf = chrf.score, .precisions = {bleu.precisions.begin(), bleu.precisions.end()},
+          .brevity_penalty = bleu.brevity_penalty, .hypothesis_length = static_cast<int64_t>(bleu.sys_len),
+          .reference_length = static_cast<int64_t>(bleu.ref_len), .bleu_signature = bleu.signature,
+          .chrf_signature = chrf.signature};
+}
+
 translation_evaluation translation_model::evaluate(const std::vector<std::string>& sources,
                                                    const std::vector<std::string>& references,
                                                    const translation_options& options) const {
@@ -229,16 +249,15 @@ translation_evaluation translation_model::evaluate(const std::vector<std::string
   for (translation& t : translate(sources, {.beam = options.beam, .length_penalty = options.length_penalty,
                                             .n_best = 1, .max_length = options.max_length}))
     e.translations.push_back(std::move(t.hypotheses.front().text));
-  const text::bleu_score bleu = text::corpus_bleu(e.translations, references);
-  e.bleu = bleu.score;
-  e.precisions.assign(bleu.precisions.begin(), bleu.precisions.end());
-  e.brevity_penalty = bleu.brevity_penalty;
-  e.hypothesis_length = static_cast<int64_t>(bleu.sys_len);
-  e.reference_length = static_cast<int64_t>(bleu.ref_len);
-  e.bleu_signature = bleu.signature;
-  const text::chrf_score chrf = text::corpus_chrf(e.translations, references);
-  e.chrf = chrf.score;
-  e.chrf_signature = chrf.signature;
+  const translation_scores scores = score_translations(e.translations, references);
+  e.bleu = scores.bleu;
+  e.chrf = scores.chrf;
+  e.precisions = scores.precisions;
+  e.brevity_penalty = scores.brevity_penalty;
+  e.hypothesis_length = scores.hypothesis_length;
+  e.reference_length = scores.reference_length;
+  e.bleu_signature = scores.bleu_signature;
+  e.chrf_signature = scores.chrf_signature;
   // The loss over the pairs with pieces on both sides, at any length (positions are sinusoids).
   std::vector<train::sentence_pair> pairs;
   for (size_t i = 0; i < sources.size(); ++i) pairs.push_back({sources[i], references[i]});

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "attn/error.hpp"
+#include "attn/text_file.hpp"
 #include "io/text_lines.hpp"
 #include "train/rng.hpp"
 
@@ -27,6 +28,11 @@ std::vector<sentence_pair> read_pairs(const std::string& source, const std::stri
                               more_source ? target : source, pairs.size()));
     }
     if (!more_source) break;
+    const auto number = static_cast<int64_t>(pairs.size()) + 1;
+    check_utf8(s, source, number);
+    check_utf8(t, target, number);
+    for (std::string* line : {&s, &t})  // (CRLF files)
+      if (!line->empty() && line->back() == '\r') line->pop_back();
     pairs.push_back({std::move(s), std::move(t)});
   }
   if (pairs.empty()) throw_input(source, "no sentence pairs (the files are empty)");
@@ -39,6 +45,7 @@ std::vector<sentence_pair> read_tab_separated_pairs(const std::string& path) {
   int64_t number = 0;
   for (std::string line; lines.next(line);) {
     ++number;
+    check_utf8(line, path, number);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines between pairs
     const size_t tab = line.find('\t');

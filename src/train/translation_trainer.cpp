@@ -167,11 +167,25 @@ translation_training train_translator(const train_options& o, const train_callba
   model->training = translation_record(o, budget.epochs).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   const train::checkpoint_identity identity{.path = o.checkpoint, .format = train::checkpoint_format(o.task),
                                             .fingerprint = fingerprint(o, c, budget.epochs), .run = train::new_run_id()};
+  // The held-out score: the cross-entropy of the references, and the BLEU of greedy translations,
+  // which chooses the epoch kept (the task users care about: with label smoothing the held-out
+  // loss turns up while the translations still improve).
+  std::vector<std::string> valid_sources, valid_references;
+  for (const sentence_pair& p : valid) {
+    valid_sources.push_back(p.source);
+    valid_references.push_back(p.target);
+  }
   train::task_evaluation eval;
   eval.validating = !valid_pairs.pairs.empty();
-  eval.held_out = [&] { return train::score_pairs(model->net, valid_pairs.pairs, o.batch_tokens); };
+  eval.held_out = [&] {
+    train::scored_examples sc = train::score_pairs(model->net, valid_pairs.pairs, o.batch_tokens);
+    std::vector<std::string> greedy;
+    for (const translation& t : translate_texts(*model, valid_sources, {.beam = 1})) greedy.push_back(t.best().text);
+    sc.accuracy = score_translations(greedy, valid_references).bleu / 100;  // (held in accuracy's place)
+    return sc;
+  };
   eval.improves = [](const train::scored_examples& sc, const train::scored_examples& best) {
-    return best.n == 0 || sc.loss < best.loss;  // the held-out cross-entropy, lower is better
+    return best.n == 0 || sc.accuracy > best.accuracy || (sc.accuracy == best.accuracy && sc.loss < best.loss);
   };
   train::translator_trainable trainable(model->net);
   train::run_training_loop(o, cb, trainable, [&] { return model->encode(); }, source, eval, budget, identity,
