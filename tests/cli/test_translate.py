@@ -168,3 +168,56 @@ def test_a_long_source_is_translated_in_full(model):
     long = " ".join(["Ein Hund schläft im Park."] * 12)
     r = run_attn("translate", "--model", model, "--beam", "1", long)
     assert r.code == 0 and r.out.strip(), r.err
+
+
+def test_tokenize_ids_and_vocabulary_agree(model):
+    pieces = run_attn("tokenize", "--model", model, "Ein Hund schläft.").out.split()
+    ids = [int(x) for x in run_attn("tokenize", "--model", model, "--ids", "Ein Hund schläft.").out.split()]
+    table = run_attn("tokenize", "--model", model, "--vocabulary").out.split("\n")[:-1]
+    assert table[:4] == ["<pad>", "<unk>", "<s>", "</s>"]
+    assert [table[i] for i in ids] == pieces
+    r = run_attn("tokenize", "--model", "builtin-lm", "--ids", "x")
+    assert r.code == 1 and "translation model" in one_error_line(r)
+
+
+def test_eval_scores_a_file_of_translations_without_a_model(model, tmp_path):
+    source, target = split_pairs(tmp_path)
+    hypotheses = tmp_path / "hyp.en"
+    assert run_attn("translate", "--model", model, "--batch", source, "-o", hypotheses).code == 0
+    scored = json.loads(run_attn("eval", "--translations", hypotheses, "--target", target).out)
+    with_model = json.loads(run_attn("eval", "--model", model, "--source", source, "--target", target).out)
+    assert scored["bleu"] == with_model["bleu"] and scored["chrf"] == with_model["chrf"]
+    assert scored["lines"] == 60
+    # The references themselves score 100.
+    assert json.loads(run_attn("eval", "--translations", target, "--target", target).out)["bleu"] == pytest.approx(100)
+    r = run_attn("eval", "--translations", hypotheses, "--target", PAIRS)
+    assert r.code == 0  # (aligned by line count: 60 and 60)
+    short = tmp_path / "short.en"
+    short.write_text("A dog.\n", encoding="utf-8")
+    r = run_attn("eval", "--translations", short, "--target", target)
+    assert r.code == 2 and "1 lines, but" in one_error_line(r)
+
+
+def test_heatmap_draws_a_translators_cross_attention(model, tmp_path):
+    page, svg = tmp_path / "t.html", tmp_path / "t.svg"
+    r = run_attn("heatmap", "--model", model, "-o", page, "Ein Hund schläft im Park.")
+    assert r.code == 0, r.err
+    html = page.read_text(encoding="utf-8")
+    assert "cross layer 0 head 0" in html and "A dog sleeps in the park." in html and "Alignment" in html
+    assert "Encoder layer 0 self-attention" in html and "Decoder layer 0 self-attention" in html
+    r = run_attn("heatmap", "--model", model, "--head", "1", "-o", svg, "Ein Hund schläft im Park.")
+    assert r.code == 0, r.err
+    picture = svg.read_text(encoding="utf-8")
+    assert "Cross-attention of" in picture and 'data-head="1"' not in picture  # the one head asked for
+    r = run_attn("heatmap", "--model", model, "--head", "2", "-o", svg, "Ein Hund.")
+    assert r.code == 1 and "--head 2 is out of range" in one_error_line(r)
+
+
+def test_save_steps_writes_the_model_so_far(tmp_path):
+    out = tmp_path / "m.safetensors"
+    r = run_attn("train", *SMALL, "--data", PAIRS, "--epochs", "2", "--batch-tokens", "300", "--save-steps", "5",
+                 "-o", out)
+    assert r.code == 0, r.err
+    snapshot = tmp_path / "m.step5.safetensors"
+    assert snapshot.exists()
+    assert run_attn("translate", "--model", snapshot, "Ein Hund.").code == 0
