@@ -35,7 +35,8 @@ struct step_batch {
   int64_t items = 0, rows = 0;
   uint64_t dropout_seed = 0;  // 0: no dropout
   std::function<nn::batch(int64_t, int64_t)> batch_of;  // the text models'
-  std::function<models::translation_batch()> translation;  // the translator's whole batch
+  // The translator's batch of items [begin, end) (its shards; the whole batch is (0, items)).
+  std::function<models::translation_batch(int64_t, int64_t)> translation;
 };
 
 class batch_source : public source_place {

@@ -58,7 +58,7 @@ class shard_reader {
   size_t at_ = 0;
 };
 
-void write_shard(const models::network<float>& net, const step_totals& t, float scale,
+void write_shard(const std::vector<nn::parameter<float>*>& params, const step_totals& t, float scale,
                  std::vector<char>& out) {
   shard_writer w(out);
   w.put(t.rows);
@@ -66,7 +66,7 @@ void write_shard(const models::network<float>& net, const step_totals& t, float 
   w.put(t.loss_sum);
   if (t.rows == 0) return;
   std::vector<float> scaled;
-  for (const nn::parameter<float>* p : net.parameters()) {
+  for (const nn::parameter<float>* p : params) {
     if (!p->trainable) continue;
     if (p->sparse()) {
       w.put(static_cast<int64_t>(p->touched.size()));
@@ -86,7 +86,7 @@ void write_shard(const models::network<float>& net, const step_totals& t, float 
 }
 
 // Adds one shard's gradients (after the grads were cleared) and returns its totals.
-step_totals add_shard(models::network<float>& net, shard_reader& r) {
+step_totals add_shard(const std::vector<nn::parameter<float>*>& params, shard_reader& r) {
   step_totals t;
   t.rows = r.get<int64_t>();
   t.tokens = r.get<int64_t>();
@@ -99,7 +99,7 @@ step_totals add_shard(models::network<float>& net, shard_reader& r) {
       to[i] += x;
     }
   };
-  for (nn::parameter<float>* p : net.parameters()) {
+  for (nn::parameter<float>* p : params) {
     if (!p->trainable) continue;
     if (p->sparse()) {
       const auto n = static_cast<size_t>(r.get<int64_t>());
@@ -236,7 +236,7 @@ step_totals sharded_gradients(models::network<float>& net, int64_t items, int64_
     const auto at = static_cast<size_t>(s - first);
     totals[at] = t;
     scales[at] = scale;
-    if (!direct) write_shard(on, t, scale, computed[at]);
+    if (!direct) write_shard(on.parameters(), t, scale, computed[at]);
   };
   const auto network_of = [&](int t) -> models::network<float>& {
     return t == 0 ? net : copies->nets[static_cast<size_t>(t - 1)];
@@ -272,19 +272,47 @@ step_totals sharded_gradients(models::network<float>& net, int64_t items, int64_
     }
     return sum;
   }
+  net.zero_grad();
+  return sum_exchanged_shards(net.parameters(), computed, shards, exchange);
+}
+
+step_totals sum_exchanged_shards(const std::vector<nn::parameter<float>*>& params,
+                                 const std::vector<std::vector<char>>& computed, int64_t shards,
+                                 const gradient_exchange* exchange) {
   std::vector<char> mine_bytes;
   for (const std::vector<char>& c : computed) mine_bytes.insert(mine_bytes.end(), c.begin(), c.end());
   const std::vector<char> every = exchange != nullptr ? exchange->all_gather(mine_bytes) : mine_bytes;
-  net.zero_grad();
   shard_reader r(every);
+  step_totals sum;
   for (int64_t s = 0; s < shards; ++s) {
-    const step_totals t = add_shard(net, r);
+    const step_totals t = add_shard(params, r);
     sum.loss_sum += t.loss_sum;
     sum.rows += t.rows;
     sum.tokens += t.tokens;
   }
   if (!r.done()) throw std::runtime_error("the gradient shards do not add up");
   return sum;
+}
+
+step_totals sharded_gradients(const std::vector<nn::parameter<float>*>& params, int64_t items, int64_t all_rows,
+                              const std::function<step_totals(int64_t, int64_t, uint64_t)>& shard_gradient,
+                              int64_t shards, uint64_t dropout_seed, const gradient_exchange* exchange) {
+  const int processes = exchange != nullptr ? exchange->processes : 1;
+  if (shards % processes != 0)
+    throw_usage(fmt::format("--shards {} is not a multiple of the {} processes", shards, processes));
+  const int64_t mine = shards / processes;
+  const int64_t first = (exchange != nullptr ? exchange->process : 0) * mine;
+  std::vector<std::vector<char>> computed(static_cast<size_t>(mine));
+  for (int64_t s = first; s < first + mine; ++s) {
+    const int64_t begin = s * items / shards, end = (s + 1) * items / shards;
+    for (nn::parameter<float>* p : params) p->clear_grad();
+    const step_totals t = end > begin ? shard_gradient(begin, end, shard_seed(dropout_seed, s)) : step_totals{};
+    // The shard's loss is its own rows' mean; the batch's is over all rows.
+    const float scale = static_cast<float>(static_cast<double>(t.rows) / static_cast<double>(std::max<int64_t>(all_rows, 1)));
+    write_shard(params, t, scale, computed[static_cast<size_t>(s - first)]);
+  }
+  for (nn::parameter<float>* p : params) p->clear_grad();
+  return sum_exchanged_shards(params, computed, shards, exchange);
 }
 
 step_totals sharded_gradients(models::network<float>& net, const std::vector<const encoded_example*>& group,

@@ -55,6 +55,21 @@ step_totals sharded_gradients(models::network<float>& net, int64_t items, int64_
                               uint64_t dropout_seed, const gradient_exchange* exchange,
                               models::network_cache<float>& cache, shard_copies* copies = nullptr);
 
+// Any model's shards (the translator's): shard_gradient(begin, end, seed) leaves in the parameters'
+// grads (cleared before each call) the gradient of the mean loss over items [begin, end) and
+// returns its totals. The shards run in turn on the model itself (its products use every thread)
+// and are summed from their bytes in shard order, as the processes of a data-parallel run sum
+// them, so --shards K in one process gives attn-mpi's K ranks' model bit for bit.
+step_totals sharded_gradients(const std::vector<nn::parameter<float>*>& params, int64_t items, int64_t all_rows,
+                              const std::function<step_totals(int64_t, int64_t, uint64_t)>& shard_gradient,
+                              int64_t shards, uint64_t dropout_seed, const gradient_exchange* exchange);
+
+// The shards' bytes (this process's, in order) exchanged with the other processes (when there
+// are) and added into the parameters' grads (cleared) in shard order: their totals summed.
+step_totals sum_exchanged_shards(const std::vector<nn::parameter<float>*>& params,
+                                 const std::vector<std::vector<char>>& computed, int64_t shards,
+                                 const gradient_exchange* exchange);
+
 // Shard s's dropout seed (0 stays 0: no dropout; shard 0 keeps the step's seed).
 uint64_t shard_seed(uint64_t step_seed, int64_t shard);
 

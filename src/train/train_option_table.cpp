@@ -86,11 +86,11 @@ std::vector<train_option> make_table() {
       {"window", "--window", kind::integer, &o::window, word_tasks, between(0, 64), {},
        "Tokens per word window before the attention: each token's vector mixed with its neighbours' (a 1-D "
        "convolution; centred, causal for next-word); 0: none (default: 3 for classify, none otherwise)"},
-      {"shards", "--shards", kind::integer, &o::shards, word_tasks, positive, {},
+      {"shards", "--shards", kind::integer, &o::shards, every_task, positive, {},
        "Cut each batch into N shards, their gradients computed apart and summed in order (default 1; attn-mpi: "
        "one per rank); the shards run side by side, one per thread, each on its own copy of the network, and the "
-       "model is the same on any number of threads; attn train --shards K writes the model of mpirun -n K "
-       "attn-mpi train bit for bit"},
+       "model is the same on any number of threads (a translator's shards run in turn); attn train --shards K writes "
+       "the model of mpirun -n K attn-mpi train bit for bit"},
       // Past 1 AdamW moves each weight by about the rate every step: the run only diverges.
       {"lr", "--lr", kind::number, &o::lr, every_task, {shape::up_to, 0, 1}, {{lm, lm_lr}},
        "Peak learning rate, above 0 and at most 1 (default 0.001; lm: 0.003)"},

@@ -101,8 +101,6 @@ std::string fingerprint(const train_options& o, const translation_config& c, int
 }
 
 translation_training train_translator(const train_options& o, const train_callbacks& cb) {
-  if (o.shards > 1 || (cb.exchange != nullptr && cb.exchange->processes > 1))
-    throw_usage("--task translate trains each batch whole for now (no --shards, no attn-mpi)");
   if (o.device != train_device::cpu) throw_usage("--task translate trains on the CPU (no --device cuda yet)");
   train::check_loop_options(o);
   const int64_t width = o.dim > 0 ? o.dim : 256;
@@ -110,8 +108,14 @@ translation_training train_translator(const train_options& o, const train_callba
   if (o.layers < 1) throw_usage("--task translate needs --layers 1 or more");
 
   translation_training out;
-  std::vector<sentence_pair> pairs = read_training_pairs(o);
-  std::vector<sentence_pair> valid = read_valid_pairs(o);
+  std::vector<sentence_pair> pairs, valid;
+  // Each process of a data-parallel run reads the files itself; one that cannot fails them all.
+  const auto read_files = [&] {
+    pairs = read_training_pairs(o);
+    valid = read_valid_pairs(o);
+  };
+  if (cb.exchange != nullptr) cb.exchange->agreed(read_files);
+  else read_files();
   train_result& result = out.run;
   result.train.source = o.data.empty() ? fmt::format("{} → {}", o.source, o.target) : o.data;
   if (!valid.empty()) {

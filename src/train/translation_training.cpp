@@ -35,18 +35,24 @@ std::vector<nn::parameter<float>*> translator_trainable::parameters() {
 }
 
 step_totals translator_trainable::gradients(const step_batch& b, int64_t shards, const gradient_exchange* exchange) {
-  if (shards > 1 || (exchange != nullptr && exchange->processes > 1))
-    throw_usage("translation trains each batch whole for now (no --shards, no attn-mpi)");
-  for (nn::parameter<float>* p : parameters()) std::fill(p->grad.begin(), p->grad.end(), 0.0f);
-  const models::translation_batch batch = b.translation();
-  const float loss = model_.forward(batch, cache_, b.dropout_seed);
-  model_.backward(batch, cache_);
-  step_totals t;
-  t.rows = static_cast<int64_t>(cache_.rows.size());
-  t.loss_sum = static_cast<double>(loss) * static_cast<double>(t.rows);
-  for (int64_t id : batch.source) t.tokens += id >= 0 ? 1 : 0;
-  t.tokens += t.rows;  // each predicted target position is a target token read
-  return t;
+  const std::vector<nn::parameter<float>*> params = parameters();
+  // The gradient of the mean loss over items [begin, end), and its totals.
+  const auto shard_gradient = [&](int64_t begin, int64_t end, uint64_t dropout_seed) {
+    const models::translation_batch batch = b.translation(begin, end);
+    const float loss = model_.forward(batch, cache_, dropout_seed);
+    model_.backward(batch, cache_);
+    step_totals t;
+    t.rows = static_cast<int64_t>(cache_.rows.size());
+    t.loss_sum = static_cast<double>(loss) * static_cast<double>(t.rows);
+    for (int64_t id : batch.source) t.tokens += id >= 0 ? 1 : 0;
+    t.tokens += t.rows;  // each predicted target position is a target token read
+    return t;
+  };
+  if (shards == 1 && (exchange == nullptr || exchange->processes == 1)) {  // the plain batch gradient
+    for (nn::parameter<float>* p : params) p->clear_grad();
+    return shard_gradient(0, b.items, b.dropout_seed);
+  }
+  return sharded_gradients(params, b.items, b.rows, shard_gradient, shards, b.dropout_seed, exchange);
 }
 
 double translator_trainable::step_flops(const step_batch& b, const step_totals& t) const {
@@ -106,7 +112,10 @@ step_batch translation_batches::batch(int64_t index, int64_t step) {
   for (int64_t i : indices) b.rows += static_cast<int64_t>(pairs_[static_cast<size_t>(i)].target.size());
   rng r(mix_seeds(seed_ ^ 0x7472616eULL, static_cast<uint64_t>(step)));
   b.dropout_seed = r.next() | 1;  // never 0, which means evaluating
-  b.translation = [this, &indices] { return make_translation_batch(pairs_, indices); };
+  b.translation = [this, &indices](int64_t begin, int64_t end) {
+    return make_translation_batch(pairs_, std::span<const int64_t>(indices).subspan(static_cast<size_t>(begin),
+                                                                                    static_cast<size_t>(end - begin)));
+  };
   return b;
 }
 

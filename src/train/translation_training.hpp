@@ -25,7 +25,7 @@ class translator_trainable final : public trainable {
  public:
   explicit translator_trainable(models::translator<float>& model) : model_(model) {}
   std::vector<nn::parameter<float>*> parameters() override;
-  // A usage error for shards or a data-parallel run (not built for translation yet).
+  // --shards and attn-mpi: each shard's pairs in turn, summed in shard order (sharded_step.hpp).
   step_totals gradients(const step_batch& b, int64_t shards, const gradient_exchange* exchange) override;
   // 6 per dense weight and token, the tied output's 6·V·E per predicted row, and attention's 12
   // per layer, width and pair (the encoder's self-attention, the decoder's self- and

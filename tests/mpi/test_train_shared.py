@@ -137,3 +137,19 @@ def test_the_masked_word_model_equals_one_process_with_as_many_shards(tmp_path):
     one, _ = train(tmp_path, "one", 0, *common, "--shards", 2)
     shared, _ = train(tmp_path, "shared", 2, *common)
     assert one == shared
+
+
+PAIRS = os.path.join(os.path.dirname(__file__), "..", "data", "toy_pairs.tsv")
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_translate_equals_one_process_with_as_many_shards(tmp_path, ranks):
+    # A translator (issue #54), with dropout: each rank computes its shards of every batch.
+    common = ["--task", "translate", "--data", PAIRS, "--layers", "1", "--dim", "32", "--heads", "2",
+              "--feedforward", "64", "--pieces", "80", "--epochs", "2", "--batch-tokens", "300", "--seed", "5"]
+    one, _ = train(tmp_path, "one", 0, *common, "--shards", ranks)
+    shared, r = train(tmp_path, "shared", ranks, *common)
+    assert one == shared
+    assert r.err.count("saved ") == 1
+    plain, _ = train(tmp_path, "plain", 0, *common)
+    assert tensor_bytes(plain) != tensor_bytes(one)

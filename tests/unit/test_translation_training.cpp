@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 #include <set>
+#include <span>
 #include <vector>
 
 #include "attn/error.hpp"
@@ -66,12 +67,50 @@ TEST(translation_training, a_translator_learns_on_the_one_loop) {
   EXPECT_EQ(result.epochs.size(), 12u);
   EXPECT_LT(after, 0.6 * before) << "held-out loss " << before << " → " << after;
   EXPECT_GT(result.trained_tokens, 0);
-  // shards are not built for translation: one clear usage error
-  attn::train_options sharded = o;
-  sharded.shards = 2;
-  attn::train_result r2;
-  EXPECT_THROW(run_training_loop(sharded, {}, trainable, [] { return std::string(); }, source, eval, budget, {}, 240, r2),
-               attn::error);
+}
+
+// --shards: a batch cut into shards, each shard's gradient scaled to the batch's mean and summed
+// in shard order, is the whole batch's gradient (up to the sums' rounding), for any cut.
+TEST(translation_training, sharded_gradients_are_the_batch_gradient) {
+  const std::vector<encoded_pair> pairs = reversals(23, 5);
+  attn::models::translator<float> model({.vocabulary = 12, .width = 16, .heads = 2, .encoder_layers = 1,
+                                         .decoder_layers = 1, .feedforward = 24, .dropout = 0.0,
+                                         .label_smoothing = 0.1});
+  rng r(6);
+  initialise(model, r);
+  translator_trainable trainable(model);
+  std::vector<int64_t> indices(pairs.size());
+  for (size_t i = 0; i < indices.size(); ++i) indices[i] = static_cast<int64_t>(i);
+  step_batch b;
+  b.items = static_cast<int64_t>(pairs.size());
+  for (const encoded_pair& p : pairs) b.rows += static_cast<int64_t>(p.target.size());
+  b.translation = [&](int64_t begin, int64_t end) {
+    return make_translation_batch(pairs, std::span<const int64_t>(indices).subspan(static_cast<size_t>(begin),
+                                                                                   static_cast<size_t>(end - begin)));
+  };
+  const auto grads = [&] {
+    std::vector<std::vector<float>> g;
+    for (auto* p : trainable.parameters()) g.push_back(p->grad);
+    return g;
+  };
+  const step_totals whole = trainable.gradients(b, 1, nullptr);
+  const std::vector<std::vector<float>> expected = grads();
+  for (const int64_t shards : {2, 3, 7}) {
+    SCOPED_TRACE(shards);
+    const step_totals t = trainable.gradients(b, shards, nullptr);
+    EXPECT_EQ(t.rows, whole.rows);
+    EXPECT_EQ(t.tokens, whole.tokens);
+    EXPECT_NEAR(t.loss_sum, whole.loss_sum, 1e-4 * whole.loss_sum);
+    const std::vector<std::vector<float>> got = grads();
+    double worst = 0, largest = 0;
+    for (size_t k = 0; k < got.size(); ++k)
+      for (size_t i = 0; i < got[k].size(); ++i) {
+        worst = std::max(worst, std::fabs(static_cast<double>(got[k][i]) - expected[k][i]));
+        largest = std::max(largest, std::fabs(static_cast<double>(expected[k][i])));
+      }
+    EXPECT_LT(worst, 1e-5 * largest);
+    EXPECT_GT(largest, 1e-3);  // (a gradient to compare)
+  }
 }
 
 TEST(translation_training, each_epoch_covers_every_pair_once_in_its_own_order) {
@@ -86,7 +125,7 @@ TEST(translation_training, each_epoch_covers_every_pair_once_in_its_own_order) {
     int64_t rows = 0;
     for (int64_t i = 0; i < steps; ++i) {
       const step_batch b = source.batch(i, (epoch - 1) * steps + i);
-      const attn::models::translation_batch t = b.translation();
+      const attn::models::translation_batch t = b.translation(0, b.items);
       EXPECT_EQ(t.size, b.items);
       EXPECT_NE(b.dropout_seed, 0u);
       rows += b.rows;
