@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 namespace attn::decode {
 
@@ -33,6 +34,15 @@ class autoregressive_model {
 
   // step(state, token) → logits: reads one token.
   std::span<const float> step(decoder_state& state, int64_t token) const { return read(state, {&token, 1}); }
+  // Each state reads one token, states[k] tokens[k]; returns each one's scores (valid as read's).
+  // One after another unless the model can do better (the translator steps a beam's
+  // hypotheses in one pass).
+  virtual std::vector<std::span<const float>> step_each(std::span<decoder_state* const> states,
+                                                        std::span<const int64_t> tokens) const {
+    std::vector<std::span<const float>> out;
+    for (size_t k = 0; k < states.size(); ++k) out.push_back(step(*states[k], tokens[k]));
+    return out;
+  }
 };
 
 }  // namespace attn::decode

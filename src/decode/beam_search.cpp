@@ -125,6 +125,8 @@ std::vector<hypothesis> beam_search(const autoregressive_model& model, std::span
     for (const extension& e : going_on) ++children[e.parent];
     std::vector<live_prefix> next;
     next.reserve(going_on.size());
+    std::vector<decoder_state*> states;
+    std::vector<int64_t> tokens;
     for (const extension& e : going_on) {
       live_prefix& parent = alive[e.parent];
       live_prefix child;
@@ -132,9 +134,13 @@ std::vector<hypothesis> beam_search(const autoregressive_model& model, std::span
       child.h.tokens.push_back(e.token);
       child.h.log_probability = e.log_probability;
       child.state = --children[e.parent] > 0 ? parent.state->copy() : std::move(parent.state);
-      child.scores = model.step(*child.state, e.token);
+      states.push_back(child.state.get());
+      tokens.push_back(e.token);
       next.push_back(std::move(child));
     }
+    // Every child reads its token, in one pass where the model can (model.step_each).
+    const std::vector<std::span<const float>> scores = model.step_each(states, tokens);
+    for (size_t k = 0; k < next.size(); ++k) next[k].scores = scores[k];
     alive = std::move(next);
   }
   return finished;

@@ -30,4 +30,14 @@ std::span<const float> translation_decoding::read(decoder_state& state, std::spa
   return *logits;
 }
 
+std::vector<std::span<const float>> translation_decoding::step_each(std::span<decoder_state* const> states,
+                                                                   std::span<const int64_t> tokens) const {
+  std::vector<models::translator_decoder*> decoders;
+  for (decoder_state* s : states) decoders.push_back(&static_cast<translation_state*>(s)->decoder);
+  models::translator_decoder::step_together(decoders, tokens);
+  std::vector<std::span<const float>> out;
+  for (models::translator_decoder* d : decoders) out.emplace_back(d->logits());
+  return out;
+}
+
 }  // namespace attn::decode

@@ -22,6 +22,9 @@ class translation_decoding final : public autoregressive_model {
   int64_t vocabulary() const override { return model_.shape().vocabulary; }
   std::unique_ptr<decoder_state> start() const override;
   std::span<const float> read(decoder_state& state, std::span<const int64_t> tokens) const override;
+  // A beam's hypotheses in one pass (translator_decoder::step_together).
+  std::vector<std::span<const float>> step_each(std::span<decoder_state* const> states,
+                                                std::span<const int64_t> tokens) const override;
 
  private:
   const models::translator<float>& model_;

@@ -256,4 +256,52 @@ const std::vector<float>& translator_decoder::step(int64_t id) {
   return logits_;
 }
 
+void translator_decoder::step_together(std::span<translator_decoder* const> decoders, std::span<const int64_t> ids) {
+  const auto rows = static_cast<int64_t>(decoders.size());
+  if (rows == 0) return;
+  const translator_decoder& first = *decoders.front();
+  const bool together = std::all_of(decoders.begin(), decoders.end(), [&](const translator_decoder* d) {
+    return d->model_ == first.model_ && d->cross_ == first.cross_ && d->length_ == first.length_;
+  });
+  if (rows == 1 || !together) {
+    for (int64_t k = 0; k < rows; ++k) decoders[static_cast<size_t>(k)]->step(ids[static_cast<size_t>(k)]);
+    return;
+  }
+  const translator<float>& m = *first.model_;
+  const translator_shape& s = m.shape();
+  const int64_t e = s.width, t = first.length_;
+  if (t >= first.capacity_) throw_usage(fmt::format("a translation longer than {} pieces", first.capacity_));
+  // The rows' embeddings + position (as step's), then every layer over all of them.
+  thread_local std::vector<float> x, normed, mean, rstd, logits;
+  thread_local nn::decoder_block_row_scratch block;
+  x.resize(static_cast<size_t>(rows * e));
+  const double scale = std::sqrt(static_cast<double>(e));
+  for (int64_t k = 0; k < rows; ++k) {
+    const int64_t id = ids[static_cast<size_t>(k)];
+    if (id < 0 || id >= s.vocabulary) throw_usage(fmt::format("piece {} is not among the model's {}", id, s.vocabulary));
+    for (int64_t j = 0; j < e; ++j)
+      x[static_cast<size_t>(k * e + j)] = static_cast<float>(
+          static_cast<double>(m.embedding.value[static_cast<size_t>(id * e + j)]) * scale + sinusoid(t, j, e));
+  }
+  const nn::decoder_block_shape shape{.batch = 1, .target = 1, .source = first.source_length_, .width = e,
+                                      .heads = s.heads, .feedforward = s.feedforward};
+  std::vector<nn::self_attention_kv*> kv(static_cast<size_t>(rows));
+  for (size_t i = 0; i < m.decoder.size(); ++i) {
+    for (int64_t k = 0; k < rows; ++k) kv[static_cast<size_t>(k)] = &decoders[static_cast<size_t>(k)]->self_kv_[i];
+    nn::decoder_block_rows_forward(x.data(), m.decoder[i], kv, t, (*first.cross_)[i], shape, block);
+  }
+  normed.resize(x.size());
+  mean.resize(static_cast<size_t>(rows));
+  rstd.resize(static_cast<size_t>(rows));
+  nn::layer_norm_forward(x.data(), m.decoder_norm_weight.value.data(), m.decoder_norm_bias.value.data(),
+                         normed.data(), mean.data(), rstd.data(), rows, e);
+  logits.resize(static_cast<size_t>(rows * s.vocabulary));
+  nn::linear_rows_forward(normed.data(), m.embedding.value.data(), nullptr, logits.data(), rows, e, s.vocabulary);
+  for (int64_t k = 0; k < rows; ++k) {
+    translator_decoder& d = *decoders[static_cast<size_t>(k)];
+    d.logits_.assign(logits.begin() + k * s.vocabulary, logits.begin() + (k + 1) * s.vocabulary);
+    ++d.length_;
+  }
+}
+
 }  // namespace attn::models

@@ -107,6 +107,12 @@ class translator_decoder {
 
   // Reads the token at position length(); returns the logits of the token after it [V].
   const std::vector<float>& step(int64_t id);
+  // Several decoders of one sentence (copies of one decoder: beam search's hypotheses) each read
+  // their token, decoder k ids[k], in one pass: each layer's weights are read once for all of
+  // them. Their logits (logits()) equal step()'s up to the cross-attention's rounding. Decoders
+  // of other sentences or lengths step one after another.
+  static void step_together(std::span<translator_decoder* const> decoders, std::span<const int64_t> ids);
+  const std::vector<float>& logits() const { return logits_; }
   int64_t length() const { return length_; }
   int64_t source_length() const { return source_length_; }
 

@@ -167,6 +167,42 @@ void decoder_block_row_forward(float* x, const decoder_parameters<float>& w, sel
   add();
 }
 
+void decoder_block_rows_forward(float* x, const decoder_parameters<float>& w, std::span<self_attention_kv* const> self_kv,
+                                int64_t t, attention_cache<float>& cross, const decoder_block_shape& s,
+                                decoder_block_row_scratch& r) {
+  const int64_t e = s.width, f = s.feedforward, rows = static_cast<int64_t>(self_kv.size());
+  for (auto* v : {&r.normed, &r.attended}) v->resize(static_cast<std::size_t>(rows * e));
+  r.pre.resize(static_cast<std::size_t>(rows * f));
+  r.mean.resize(static_cast<std::size_t>(rows));
+  r.rstd.resize(static_cast<std::size_t>(rows));
+  const auto add = [&] {
+    for (int64_t j = 0; j < rows * e; ++j) x[j] += r.attended[static_cast<std::size_t>(j)];
+  };
+  // x += SelfAttention(LN₁(x)), each row's query at t against its own keys of 0 … t
+  layer_norm_forward(x, w.norm1_weight.value.data(), w.norm1_bias.value.data(), r.normed.data(), r.mean.data(),
+                     r.rstd.data(), rows, e);
+  self_attention_rows_forward(r.normed.data(), w.self_attention.weights(), r.attended.data(), self_kv, t,
+                              {.batch = 1, .length = 1, .input = e, .width = e, .heads = s.heads}, r.self_attention);
+  add();
+  // x += CrossAttention(LN₂(x), memory): the rows as queries of the one sentence
+  layer_norm_forward(x, w.norm2_weight.value.data(), w.norm2_bias.value.data(), r.normed.data(), r.mean.data(),
+                     r.rstd.data(), rows, e);
+  attention_queries_forward(r.normed.data(), w.cross_attention.weights(), r.attended.data(), cross,
+                            {.batch = 1, .queries = rows, .keys = s.source, .query_input = e, .key_input = e,
+                             .width = e, .heads = s.heads},
+                            attention_mask_spec{});
+  add();
+  // x += W₂·relu(W₁·LN₃(x) + b₁) + b₂
+  layer_norm_forward(x, w.norm3_weight.value.data(), w.norm3_bias.value.data(), r.normed.data(), r.mean.data(),
+                     r.rstd.data(), rows, e);
+  linear_rows_forward(r.normed.data(), w.linear1_weight.value.data(), w.linear1_bias.value.data(), r.pre.data(), rows,
+                      e, f);
+  relu_forward(r.pre.data(), r.pre.data(), rows * f);
+  linear_rows_forward(r.pre.data(), w.linear2_weight.value.data(), w.linear2_bias.value.data(), r.attended.data(),
+                      rows, f, e);
+  add();
+}
+
 #define ATTN_INSTANTIATE(T)                                                                                      \
   template struct decoder_parameters<T>;                                                                         \
   template decoder_parameters<T> make_decoder_parameters<T>(const std::string&, int64_t, int64_t);              \

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -71,5 +72,12 @@ struct decoder_block_row_scratch {
 void decoder_block_row_forward(float* x, const decoder_parameters<float>& w, self_attention_kv& self_kv, int64_t t,
                                attention_cache<float>& cross, const decoder_block_shape& s,
                                decoder_block_row_scratch& scratch);
+// Several rows at position t of one sentence (beam search's hypotheses), each with its own
+// self-attention cache, all against the same cross keys and values: x [rows, E] in place, each
+// weight read once for all the rows. Equal to decoder_block_row_forward on each row up to the
+// cross-attention's rounding (its queries go through as one batch).
+void decoder_block_rows_forward(float* x, const decoder_parameters<float>& w, std::span<self_attention_kv* const> self_kv,
+                                int64_t t, attention_cache<float>& cross, const decoder_block_shape& s,
+                                decoder_block_row_scratch& scratch);
 
 }  // namespace attn::nn

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "nn/attention_layer.hpp"
 
@@ -74,5 +76,11 @@ struct self_attention_row_scratch {
 void self_attention_row_forward(const float* x, const self_attention_weights<float>& w, float* y,
                                 self_attention_kv& kv, int64_t t, const self_attention_shape& s,
                                 self_attention_row_scratch& scratch);
+// The same for several rows at position t, each with its own cache (beam search's hypotheses):
+// x [rows, Ein] → y [rows, E], the projections' weights read once for all the rows
+// (linear_rows_forward), each row's sums those of the one-row path.
+void self_attention_rows_forward(const float* x, const self_attention_weights<float>& w, float* y,
+                                 std::span<self_attention_kv* const> kv, int64_t t, const self_attention_shape& s,
+                                 self_attention_row_scratch& scratch);
 
 }  // namespace attn::nn

@@ -65,4 +65,31 @@ void self_attention_row_forward(const float* x, const self_attention_weights<flo
   linear_row_forward(r.merged.data(), w.wo, w.bo, y, e, e);
 }
 
+void self_attention_rows_forward(const float* x, const self_attention_weights<float>& w, float* y,
+                                 std::span<self_attention_kv* const> kv, int64_t t, const self_attention_shape& s,
+                                 self_attention_row_scratch& r) {
+  const auto rows = static_cast<int64_t>(kv.size());
+  const int64_t e = s.width, in = s.input, d = s.width / s.heads;
+  for (auto* v : {&r.q, &r.k, &r.v, &r.merged}) v->resize(static_cast<size_t>(rows * e));
+  linear_rows_forward(x, w.wq, w.bq, r.q.data(), rows, in, e);
+  linear_rows_forward(x, w.wk, w.bk, r.k.data(), rows, in, e);
+  linear_rows_forward(x, w.wv, w.bv, r.v.data(), rows, in, e);
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  for (int64_t row = 0; row < rows; ++row) {
+    self_attention_kv& c = *kv[static_cast<size_t>(row)];
+    const int64_t stride = c.capacity;
+    r.scores.resize(static_cast<size_t>(std::max<int64_t>(stride, 1)));
+    float* keys = c.keys.data();
+    float* values = c.values.data();
+    for (int64_t j = 0; j < e; ++j) {  // the new key and value join the cache as column t
+      keys[j * stride + t] = r.k[static_cast<size_t>(row * e + j)];
+      values[j * stride + t] = r.v[static_cast<size_t>(row * e + j)];
+    }
+    for (int64_t h = 0; h < s.heads; ++h)
+      attend(r.q.data() + row * e + h * d, keys + h * d * stride, values + h * d * stride,
+             r.merged.data() + row * e + h * d, t + 1, d, stride, scale, r.scores.data());
+  }
+  linear_rows_forward(r.merged.data(), w.wo, w.bo, y, rows, e, e);
+}
+
 }  // namespace attn::nn

@@ -12,6 +12,7 @@
 #include "gradient_check.hpp"
 #include "attn/error.hpp"
 #include "models/translator.hpp"
+#include "nn/linear_layer.hpp"
 
 namespace {
 
@@ -188,6 +189,44 @@ TEST(translator, beam_search_of_one_is_the_greedy_path) {
   const auto wide = attn::decode::beam_search(model, start, wide_options);
   EXPECT_EQ(wide.size(), 3u);
   EXPECT_GE(wide[0].score, wide[1].score);
+}
+
+}  // namespace
+
+namespace {
+
+// Beam search's hypotheses step together (one pass, each weight read once): each one's logits
+// are those of stepping it alone, and the rows of linear_rows_forward are linear_row_forward's
+// bit for bit.
+TEST(translator, hypotheses_stepped_together_give_each_ones_logits) {
+  std::mt19937 rng(12);
+  translator<float> m(shape);
+  randomise(m, rng);
+  const std::vector<int64_t> source{5, 8, 6, 9, 3};
+  attn::models::translator_decoder root(m, source, 8);
+  root.step(2);
+  root.step(4);
+  std::vector<attn::models::translator_decoder> together(3, root), alone(3, root);
+  const std::vector<int64_t> ids{7, 9, 7};
+  for (int round = 0; round < 3; ++round) {
+    std::vector<attn::models::translator_decoder*> pointers{&together[0], &together[1], &together[2]};
+    attn::models::translator_decoder::step_together(pointers, ids);
+    for (size_t k = 0; k < 3; ++k) {
+      const std::vector<float>& expected = alone[k].step(ids[k]);
+      ASSERT_EQ(together[k].logits().size(), expected.size());
+      for (size_t j = 0; j < expected.size(); ++j)
+        EXPECT_NEAR(together[k].logits()[j], expected[j], 1e-5 * (1 + std::fabs(expected[j]))) << round << "," << k;
+      EXPECT_EQ(together[k].length(), alone[k].length());
+    }
+  }
+  const std::vector<double> xd = attn::testing::random_values(3 * 33, rng), wd = attn::testing::random_values(65 * 33, rng);
+  const std::vector<float> x(xd.begin(), xd.end()), w(wd.begin(), wd.end());
+  std::vector<float> rows(3 * 65), row(65);
+  attn::nn::linear_rows_forward(x.data(), w.data(), nullptr, rows.data(), 3, 33, 65);
+  for (int r = 0; r < 3; ++r) {
+    attn::nn::linear_row_forward(x.data() + r * 33, w.data(), nullptr, row.data(), 33, 65);
+    for (int j = 0; j < 65; ++j) EXPECT_EQ(rows[static_cast<size_t>(r * 65 + j)], row[static_cast<size_t>(j)]);
+  }
 }
 
 }  // namespace
