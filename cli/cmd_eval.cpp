@@ -31,6 +31,13 @@ std::vector<std::string> lines_of(const std::string& path) {
   return lines;
 }
 
+// BLEU's and chrF's fields, as both of a translator's evaluations print them.
+nlohmann::json scores_json(const translation_scores& s) {
+  return {{"bleu", s.bleu}, {"chrf", s.chrf}, {"precisions", s.precisions}, {"brevity_penalty", s.brevity_penalty},
+          {"hypothesis_length", s.hypothesis_length}, {"reference_length", s.reference_length},
+          {"bleu_signature", s.bleu_signature}, {"chrf_signature", s.chrf_signature}};
+}
+
 // A translator: its translations of --source scored against --target (or --data's
 // source<TAB>target lines) by BLEU and chrF, and its loss on the references.
 void run_translation(const eval_args& args) {
@@ -59,11 +66,9 @@ void run_translation(const eval_args& args) {
   if (sources.empty()) throw_input(args.data.empty() ? args.source : args.data, "no sentence pairs");
   const translation_model model = translation_model::load(args.model);
   const translation_evaluation e = model.evaluate(sources, references, args.options);
-  nlohmann::json j = {{"bleu", e.bleu}, {"chrf", e.chrf}, {"loss", e.loss}, {"pairs", e.pairs},
-                      {"skipped", e.skipped}, {"precisions", e.precisions}, {"brevity_penalty", e.brevity_penalty},
-                      {"hypothesis_length", e.hypothesis_length}, {"reference_length", e.reference_length},
-                      {"bleu_signature", e.bleu_signature}, {"chrf_signature", e.chrf_signature},
-                      {"beam", args.options.beam}, {"length_penalty", args.options.length_penalty}};
+  nlohmann::json j = scores_json(e.scores);
+  j.update({{"loss", e.loss}, {"pairs", e.pairs}, {"skipped", e.skipped}, {"beam", args.options.beam},
+            {"length_penalty", args.options.length_penalty}});
   write_output("-", j.dump() + "\n");
 }
 
@@ -78,11 +83,8 @@ void run_scores(const eval_args& args) {
     throw_input(args.translations, fmt::format("{} lines, but {} has {} (the files must be aligned by line)",
                                                hypotheses.size(), args.target, references.size()));
   if (hypotheses.empty()) throw_input(args.translations, "no lines to score");
-  const translation_scores s = score_translations(hypotheses, references);
-  const nlohmann::json j = {{"bleu", s.bleu}, {"chrf", s.chrf}, {"lines", hypotheses.size()},
-                            {"precisions", s.precisions}, {"brevity_penalty", s.brevity_penalty},
-                            {"hypothesis_length", s.hypothesis_length}, {"reference_length", s.reference_length},
-                            {"bleu_signature", s.bleu_signature}, {"chrf_signature", s.chrf_signature}};
+  nlohmann::json j = scores_json(score_translations(hypotheses, references));
+  j["lines"] = hypotheses.size();
   write_output("-", j.dump() + "\n");
 }
 

@@ -48,6 +48,14 @@ std::optional<int> parse_number(const char* option, const std::string& text) {
   return value;
 }
 
+// A usage error unless the chosen layer or head (when one is) is below count: "--head 4 is out of
+// range: the model has 4 heads (0 … 3)". what: "head", "layer", "decoder layer".
+void check_chosen(const char* option, std::optional<int> chosen, int64_t count, const char* what) {
+  if (chosen && *chosen >= count)
+    throw_usage(fmt::format("{} {} is out of range: the model has {} {}{} (0 … {})", option, *chosen, count, what,
+                            count == 1 ? "" : "s", count - 1));
+}
+
 // Basic self-attention on word vectors: one head, with the walkthrough (E, S, scaled S, A, C)
 // as tables under it.
 heatmap_page vectors_page(const heatmap_args& args, const scale_spec& scale) {
@@ -66,9 +74,7 @@ heatmap_page model_page(const heatmap_args& args, std::optional<int> head, bool 
   check_picture_length(text, "heatmap");
   const int64_t layers = attention_layers(model.config());
   const std::optional<int> chosen = parse_number("--layer", args.layer);
-  if (chosen && *chosen >= layers)
-    throw_usage(fmt::format("--layer {} is out of range: the model has {} layer{} (0 … {})", *chosen,
-                            layers, layers == 1 ? "" : "s", layers - 1));
+  check_chosen("--layer", chosen, layers, "layer");
   // The page shows each layer's predictions; an SVG or PNG draws the weights alone.
   model_inspection x = model.inspect(text, for_page ? 5 : 0);
   warn_when_cut(model, text);
@@ -85,9 +91,7 @@ heatmap_page model_page(const heatmap_args& args, std::optional<int> head, bool 
   page.map.queries = x.tokens;
   page.map.keys = x.tokens;
   const int64_t heads = x.layers.front().weights.dim(0), n = x.layers.front().weights.dim(1);
-  if (head && *head >= heads)
-    throw_usage(fmt::format("--head {} is out of range: the model has {} head{} (0 … {})", *head, heads,
-                            heads == 1 ? "" : "s", heads - 1));
+  check_chosen("--head", head, heads, "head");
   for (int64_t layer = 0; layer < layers; ++layer) {
     if (chosen && *chosen != layer) continue;
     const tensor& w = x.layers[static_cast<size_t>(layer)].weights;
@@ -128,12 +132,8 @@ heatmap_page translation_page(const heatmap_args& args, std::optional<int> head)
   const auto layers = static_cast<int64_t>(a.cross.size());
   const int64_t heads = a.cross.front().dim(0);
   const std::optional<int> chosen = parse_number("--layer", args.layer);
-  if (chosen && *chosen >= layers)
-    throw_usage(fmt::format("--layer {} is out of range: the model has {} decoder layer{} (0 … {})", *chosen, layers,
-                            layers == 1 ? "" : "s", layers - 1));
-  if (head && *head >= heads)
-    throw_usage(fmt::format("--head {} is out of range: the model has {} head{} (0 … {})", *head, heads,
-                            heads == 1 ? "" : "s", heads - 1));
+  check_chosen("--layer", chosen, layers, "decoder layer");
+  check_chosen("--head", head, heads, "head");
   heatmap_page page;
   page.map.title = fmt::format("Cross-attention of {}: how much each target piece it wrote (row) attended to each "
                                "source piece (column)",

@@ -109,9 +109,11 @@ py::dict evaluate(const translation_model& m, const std::vector<std::string>& so
     py::gil_scoped_release release;
     e = m.evaluate(sources, references, options_of(beam, 1, length_penalty, 0, false));
   }
-  return py::dict("bleu"_a = e.bleu, "chrf"_a = e.chrf, "loss"_a = e.loss, "pairs"_a = e.pairs, "skipped"_a = e.skipped,
-                  "precisions"_a = e.precisions, "brevity_penalty"_a = e.brevity_penalty,
-                  "bleu_signature"_a = e.bleu_signature, "chrf_signature"_a = e.chrf_signature,
+  const translation_scores& s = e.scores;
+  return py::dict("bleu"_a = s.bleu, "chrf"_a = s.chrf, "loss"_a = e.loss, "pairs"_a = e.pairs, "skipped"_a = e.skipped,
+                  "precisions"_a = s.precisions, "brevity_penalty"_a = s.brevity_penalty,
+                  "hypothesis_length"_a = s.hypothesis_length, "reference_length"_a = s.reference_length,
+                  "bleu_signature"_a = s.bleu_signature, "chrf_signature"_a = s.chrf_signature,
                   "translations"_a = e.translations);
 }
 

@@ -78,20 +78,6 @@ struct translation_attention {
   std::string text;                             // the translation (detokenized)
 };
 
-// attn eval for a translator: the corpus scores of the translations against the references
-// (attn's own BLEU and chrF: text/bleu.hpp, text/chrf.hpp), and the model's mean cross-entropy
-// per target piece on the references (no label smoothing).
-struct translation_evaluation {
-  double bleu = 0, chrf = 0, loss = 0;
-  std::vector<double> precisions;  // BLEU's 1- to 4-gram, in percent
-  double brevity_penalty = 0;
-  int64_t pairs = 0;    // pairs translated and scored
-  int64_t skipped = 0;  // pairs whose source or target had no pieces (counted, not scored)
-  int64_t hypothesis_length = 0, reference_length = 0;  // BLEU's token counts
-  std::vector<std::string> translations;  // in the input's order
-  std::string bleu_signature, chrf_signature;  // sacreBLEU's signatures of the settings they match
-};
-
 // Translations scored against references, line by line, as sacreBLEU 2's defaults score them:
 // cased BLEU with the 13a tokenizer and exponential smoothing, and chrF2 (attn's own code:
 // src/text/bleu.hpp, src/text/chrf.hpp). A usage error when the counts differ.
@@ -104,6 +90,16 @@ struct translation_scores {
 };
 translation_scores score_translations(const std::vector<std::string>& hypotheses,
                                       const std::vector<std::string>& references);
+
+// attn eval for a translator: the corpus scores of its translations against the references and
+// the model's mean cross-entropy per reference piece (no label smoothing).
+struct translation_evaluation {
+  translation_scores scores;  // BLEU and chrF
+  double loss = 0;
+  int64_t pairs = 0;    // pairs translated and scored
+  int64_t skipped = 0;  // pairs left out of the loss: a side without pieces (every line counts in the scores)
+  std::vector<std::string> translations;  // in the input's order
+};
 
 // Whether the file at path is a translation model (its safetensors header names the format);
 // false for anything else, readable or not (the text model's loader then says what is wrong).

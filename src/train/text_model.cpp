@@ -20,6 +20,7 @@
 #include "train/lm_evaluate.hpp"
 #include "train/masked_evaluate.hpp"
 #include "train/model_input.hpp"
+#include "train/parameter_file.hpp"
 #include "train/text_model_impl.hpp"
 #include "train/training_history.hpp"
 
@@ -274,20 +275,7 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
       }
       continue;
     }
-    auto it = file.tensors.find(p->name);
-    if (it == file.tensors.end()) throw_input(source, fmt::format("missing tensor '{}'", p->name));
-    if (it->second.shape() != p->shape)
-      throw_input(source, fmt::format("tensor '{}' has shape {}, expected {}", p->name,
-                                      shape_to_string(it->second.shape()),
-                                      shape_to_string(p->shape)));
-    const tensor t = it->second.contiguous();
-    // Weights are finite in any model that trained: a NaN would only predict NaN (as checkpoints
-    // and .attnvec files are checked).
-    const auto bad = std::find_if(t.values().begin(), t.values().end(), [](float x) { return !std::isfinite(x); });
-    if (bad != t.values().end())
-      throw_input(source, fmt::format("tensor '{}' holds a non-finite value ({})", p->name, *bad),
-                  fmt::format("element {}", bad - t.values().begin()));
-    std::copy(t.values().begin(), t.values().end(), p->value.begin());
+    train::read_parameter(file, *p, source);
   }
   if (auto it = file.metadata.find("training"); it != file.metadata.end()) m->training = it->second;
   if (auto it = file.metadata.find("history"); it != file.metadata.end())

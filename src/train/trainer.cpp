@@ -15,6 +15,7 @@
 #include "attn/error.hpp"
 #include "attn/train.hpp"
 #include "train/rng.hpp"
+#include "train/run_threads.hpp"
 #include "train/text_model_impl.hpp"
 #include "train/corpus_trainer.hpp"
 #include "train/loop.hpp"
@@ -339,12 +340,7 @@ train_result train_on_examples(const train_options& o, const train_callbacks& cb
 
 train_result train_text_model(const train_options& o, const train_callbacks& cb) {
   keep_freed_memory_for_reuse();
-  // options.threads for this run only: the caller's own count comes back after, as it was.
-  struct thread_count {
-    int before = omp_get_max_threads();
-    explicit thread_count(int64_t n) { if (n > 0) omp_set_num_threads(static_cast<int>(n)); }
-    ~thread_count() { omp_set_num_threads(before); }
-  } const threads(o.threads);
+  const train::run_threads threads(o.threads);  // options.threads for this run only
   train_result r = kind_of(o.task).streamed ? train::train_from_corpus(o, cb)
                                                                                 : train_on_examples(o, cb);
   // The model file keeps what the run scored as it went (attn train --plot, the page).

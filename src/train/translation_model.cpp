@@ -15,6 +15,7 @@
 #include "io/json_fields.hpp"
 #include "io/read_file.hpp"
 #include "io/replace_file.hpp"
+#include "train/parameter_file.hpp"
 #include "train/training_history.hpp"
 #include "train/translation_model_impl.hpp"
 
@@ -161,19 +162,7 @@ translation_model translation_model::decode(const std::string& bytes, const std:
   auto m = std::make_unique<impl>(c, std::move(pieces));
   std::vector<nn::parameter<float>*> all;
   m->net.append_parameters(all);
-  for (nn::parameter<float>* p : all) {
-    auto it = file.tensors.find(p->name);
-    if (it == file.tensors.end()) throw_input(source, fmt::format("missing tensor '{}'", p->name));
-    if (it->second.shape() != p->shape)
-      throw_input(source, fmt::format("tensor '{}' has shape {}, expected {}", p->name,
-                                      shape_to_string(it->second.shape()), shape_to_string(p->shape)));
-    const tensor t = it->second.contiguous();
-    const auto bad = std::find_if(t.values().begin(), t.values().end(), [](float x) { return !std::isfinite(x); });
-    if (bad != t.values().end())
-      throw_input(source, fmt::format("tensor '{}' holds a non-finite value ({})", p->name, *bad),
-                  fmt::format("element {}", bad - t.values().begin()));
-    std::copy(t.values().begin(), t.values().end(), p->value.begin());
-  }
+  for (nn::parameter<float>* p : all) train::read_parameter(file, *p, source);
   if (auto it = file.metadata.find("training"); it != file.metadata.end()) m->training = it->second;
   if (auto it = file.metadata.find("history"); it != file.metadata.end())
     m->history = train::parse_history(it->second, io::json_fields(source, "model metadata field"));

@@ -249,15 +249,7 @@ translation_evaluation translation_model::evaluate(const std::vector<std::string
   for (translation& t : translate(sources, {.beam = options.beam, .length_penalty = options.length_penalty,
                                             .n_best = 1, .max_length = options.max_length}))
     e.translations.push_back(std::move(t.hypotheses.front().text));
-  const translation_scores scores = score_translations(e.translations, references);
-  e.bleu = scores.bleu;
-  e.chrf = scores.chrf;
-  e.precisions = scores.precisions;
-  e.brevity_penalty = scores.brevity_penalty;
-  e.hypothesis_length = scores.hypothesis_length;
-  e.reference_length = scores.reference_length;
-  e.bleu_signature = scores.bleu_signature;
-  e.chrf_signature = scores.chrf_signature;
+  e.scores = score_translations(e.translations, references);
   // The loss over the pairs with pieces on both sides, at any length (positions are sinusoids).
   std::vector<train::sentence_pair> pairs;
   for (size_t i = 0; i < sources.size(); ++i) pairs.push_back({sources[i], references[i]});

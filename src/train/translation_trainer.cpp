@@ -14,6 +14,7 @@
 #include "io/content_hash.hpp"
 #include "train/loop.hpp"
 #include "train/rng.hpp"
+#include "train/run_threads.hpp"
 #include "train/trainer_parts.hpp"
 #include "train/translation_model_impl.hpp"
 #include "train/translation_pairs.hpp"
@@ -204,11 +205,7 @@ translation_training train_translator(const train_options& o, const train_callba
 translation_training train_translation_model(const train_options& o, const train_callbacks& cb) {
   if (o.task != text_task::translate) throw_usage("train_translation_model trains --task translate");
   keep_freed_memory_for_reuse();
-  struct thread_count {
-    int before = omp_get_max_threads();
-    explicit thread_count(int64_t n) { if (n > 0) omp_set_num_threads(static_cast<int>(n)); }
-    ~thread_count() { omp_set_num_threads(before); }
-  } const threads(o.threads);
+  const train::run_threads threads(o.threads);  // options.threads for this run only
   return train_translator(o, cb);
 }
 
