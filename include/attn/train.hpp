@@ -119,6 +119,7 @@ struct train_options {
   std::string source, target, valid_source, valid_target;
   int64_t pieces = 8000;          // joint subword pieces learned from both sides (SentencePiece BPE)
   double label_smoothing = 0.1;   // ε of the training loss
+  double residual_dropout = 0;    // on each layer's sub-layer outputs before the residual add
   int64_t batch_tokens = 4096;    // each batch's padded source + target tokens at most
 
   // Threads for this run (1 … 4096); 0: as many as OpenMP gives (the CLI's --threads sets that).

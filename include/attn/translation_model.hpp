@@ -31,7 +31,8 @@ struct translation_config {
   int64_t heads = 1;
   int64_t encoder_layers = 0, decoder_layers = 0;
   int64_t feedforward = 0;
-  double dropout = 0;          // used while training only
+  double dropout = 0;          // used while training only (the embeddings')
+  double residual_dropout = 0; // used while training only (each sub-layer's output)
   double label_smoothing = 0;  // used while training only
   int64_t max_length = 0;      // the longest side (pieces, </s> included) training kept
 };

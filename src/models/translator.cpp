@@ -100,8 +100,10 @@ void translator<T>::encode(const translation_batch& b, translator_cache<T>& c, u
   const T* in = c.source_x.data();
   for (size_t i = 0; i < encoder.size(); ++i) {
     c.encoder_out[i].resize(static_cast<size_t>(sources * e));
-    nn::encoder_block_forward(in, encoder[i].weights(), c.encoder_out[i].data(), c.encoder[i], encoder_shape(b),
-                              padding);
+    nn::encoder_block_shape shape = encoder_shape(b);
+    shape.dropout = shape_.residual_dropout;
+    shape.dropout_seed = nn::seed_for(dropout_seed, 100 + i);
+    nn::encoder_block_forward(in, encoder[i].weights(), c.encoder_out[i].data(), c.encoder[i], shape, padding);
     in = c.encoder_out[i].data();
   }
   c.memory.resize(static_cast<size_t>(sources * e));
@@ -123,8 +125,11 @@ T translator<T>::forward(const translation_batch& b, translator_cache<T>& c, uin
   const T* in = c.target_x.data();
   for (size_t i = 0; i < decoder.size(); ++i) {
     c.decoder_out[i].resize(static_cast<size_t>(targets * e));
+    nn::decoder_block_shape shape = decoder_shape(b);
+    shape.dropout = shape_.residual_dropout;
+    shape.dropout_seed = nn::seed_for(dropout_seed, 200 + i);
     nn::decoder_block_forward(in, c.memory.data(), b.source_lengths, decoder[i], c.decoder_out[i].data(),
-                              c.decoder[i], decoder_shape(b));
+                              c.decoder[i], shape);
     in = c.decoder_out[i].data();
   }
   c.y.resize(static_cast<size_t>(targets * e));

@@ -29,6 +29,9 @@ struct translator_shape {
   int64_t encoder_layers = 0, decoder_layers = 0;
   int64_t feedforward = 0;      // F
   double dropout = 0.0;         // on the embeddings (+ positions), while training
+  // On each sub-layer's output before its residual add (Vaswani's residual dropout,
+  // nn.Transformer's dropout inside its layers), while training.
+  double residual_dropout = 0.0;
   double label_smoothing = 0.0; // ε
 };
 

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 
+#include "nn/dropout.hpp"
 #include "nn/layer_norm.hpp"
 #include "nn/linear_layer.hpp"
 #include "nn/scratch.hpp"
@@ -71,17 +72,30 @@ void decoder_block_forward(const T* x, const T* memory, const std::vector<int64_
   for (std::vector<T>* v : {&c.normed1, &c.sum1, &c.normed2, &c.sum2, &c.normed3}) v->resize(rows);
   for (std::vector<T>* v : {&c.mean1, &c.rstd1, &c.mean2, &c.rstd2, &c.mean3, &c.rstd3})
     v->resize(static_cast<std::size_t>(n));
-  // sum1 = x + SelfAttention(LN₁(x))
+  // Residual dropout's masks, one per sub-layer (none when not training).
+  const bool dropping = s.dropout > 0 && s.dropout_seed != 0;
+  int salt = 0;
+  for (std::vector<T>* m : {&c.drop1, &c.drop2, &c.drop3}) {
+    ++salt;
+    m->resize(dropping ? rows : 0);
+    if (dropping) dropout_mask(seed_for(s.dropout_seed, static_cast<uint64_t>(salt)), s.dropout, m->data(), n * e);
+  }
+  const auto drop = [&](const std::vector<T>& mask, T* out) {
+    if (!mask.empty()) dropout_apply(mask.data(), out, n * e);
+  };
+  // sum1 = x + Dropout(SelfAttention(LN₁(x)))
   layer_norm_forward(x, w.norm1_weight.value.data(), w.norm1_bias.value.data(), c.normed1.data(), c.mean1.data(),
                      c.rstd1.data(), n, e);
   attention_forward(c.normed1.data(), c.normed1.data(), w.self_attention.weights(), c.sum1.data(), c.self_attention,
                     self_shape(s), causal_mask());
+  drop(c.drop1, c.sum1.data());
   add_into(c.sum1.data(), x, n * e);
   // sum2 = sum1 + CrossAttention(LN₂(sum1), memory)
   layer_norm_forward(c.sum1.data(), w.norm2_weight.value.data(), w.norm2_bias.value.data(), c.normed2.data(),
                      c.mean2.data(), c.rstd2.data(), n, e);
   attention_forward(c.normed2.data(), memory, w.cross_attention.weights(), c.sum2.data(), c.cross_attention,
                     cross_shape(s), source_mask(source_lengths));
+  drop(c.drop2, c.sum2.data());
   add_into(c.sum2.data(), c.sum1.data(), n * e);
   // y = sum2 + W₂·relu(W₁·LN₃(sum2) + b₁) + b₂
   layer_norm_forward(c.sum2.data(), w.norm3_weight.value.data(), w.norm3_bias.value.data(), c.normed3.data(),
@@ -91,6 +105,7 @@ void decoder_block_forward(const T* x, const T* memory, const std::vector<int64_
   linear_forward(c.normed3.data(), w.linear1_weight.value.data(), w.linear1_bias.value.data(), c.pre.data(), n, e, f);
   relu_forward(c.pre.data(), c.act.data(), n * f);
   linear_forward(c.act.data(), w.linear2_weight.value.data(), w.linear2_bias.value.data(), y, n, f, e);
+  drop(c.drop3, y);
   add_into(y, c.sum2.data(), n * e);
 }
 
@@ -100,8 +115,15 @@ void decoder_block_backward(const T* dy, const T* x, const T* memory, const std:
                             const decoder_block_shape& s) {
   const int64_t n = s.batch * s.target, e = s.width, f = s.feedforward;
   // y = sum2 + feed-forward(LN₃(sum2)): sum2 gets dy directly and through LN₃
+  // A sub-layer's output gradient: through its dropout mask (the residual's is not).
+  const auto through = [&](const std::vector<T>& mask, const T* d) {
+    scratch<T> out = scratch_copy(d, n * e);
+    if (!mask.empty()) dropout_apply(mask.data(), out.data(), n * e);
+    return out;
+  };
   scratch<T> dact = scratch_zeros<T>(n * f), dpre = scratch_zeros<T>(n * f), dnormed = scratch_zeros<T>(n * e);
-  linear_backward(dy, c.act.data(), w.linear2_weight.value.data(), dact.data(), w.linear2_weight.grad.data(),
+  const scratch<T> dff = through(c.drop3, dy);
+  linear_backward(dff.data(), c.act.data(), w.linear2_weight.value.data(), dact.data(), w.linear2_weight.grad.data(),
                   w.linear2_bias.grad.data(), n, f, e);
   relu_backward(dact.data(), c.pre.data(), dpre.data(), n * f);
   linear_backward(dpre.data(), c.normed3.data(), w.linear1_weight.value.data(), dnormed.data(),
@@ -111,14 +133,16 @@ void decoder_block_backward(const T* dy, const T* x, const T* memory, const std:
                       dsum2.data(), w.norm3_weight.grad.data(), w.norm3_bias.grad.data(), n, e);
   // sum2 = sum1 + CrossAttention(LN₂(sum1), memory): the memory's gradient leaves here
   scratch<T> dnormed2 = scratch_zeros<T>(n * e);
-  attention_backward(dsum2.data(), c.normed2.data(), memory, w.cross_attention.weights(), c.cross_attention,
+  const scratch<T> dcross = through(c.drop2, dsum2.data());
+  attention_backward(dcross.data(), c.normed2.data(), memory, w.cross_attention.weights(), c.cross_attention,
                      dnormed2.data(), dmemory, w.cross_attention.grads(), cross_shape(s), source_mask(source_lengths));
   scratch<T> dsum1 = scratch_copy(dsum2.data(), n * e);
   layer_norm_backward(dnormed2.data(), c.sum1.data(), w.norm2_weight.value.data(), c.mean2.data(), c.rstd2.data(),
                       dsum1.data(), w.norm2_weight.grad.data(), w.norm2_bias.grad.data(), n, e);
   // sum1 = x + SelfAttention(LN₁(x))
   scratch<T> dnormed1 = scratch_zeros<T>(n * e);
-  attention_backward(dsum1.data(), c.normed1.data(), c.normed1.data(), w.self_attention.weights(),
+  const scratch<T> dself = through(c.drop1, dsum1.data());
+  attention_backward(dself.data(), c.normed1.data(), c.normed1.data(), w.self_attention.weights(),
                      c.self_attention, dnormed1.data(), dnormed1.data(), w.self_attention.grads(), self_shape(s),
                      causal_mask());
   if (dx == nullptr) {  // the weights' gradients still need LN₁'s

@@ -25,6 +25,10 @@ struct decoder_block_shape {
   int64_t width = 0;               // E, the target's and the memory's width
   int64_t heads = 1;
   int64_t feedforward = 0;         // F
+  // Dropout on each sub-layer's output before its residual add (nn.TransformerDecoderLayer's
+  // dropout1, 2 and 3), masks drawn from dropout_seed; 0 (or a zero seed): none.
+  double dropout = 0;
+  uint64_t dropout_seed = 0;
 };
 
 // nn.TransformerDecoderLayer's parameters under "PREFIX": self_attn, multihead_attn (the
@@ -44,6 +48,7 @@ struct decoder_block_cache {
   std::vector<T> normed1, sum1, normed2, sum2, normed3, pre, act;
   std::vector<T> mean1, rstd1, mean2, rstd2, mean3, rstd3;
   attention_cache<T> self_attention, cross_attention;
+  std::vector<T> drop1, drop2, drop3;  // residual dropout's masks (empty: none)
 };
 
 // x [B, L, E], memory [B, S, E] → y [B, L, E]. source_lengths [B]: each sentence's real memory

@@ -18,6 +18,10 @@ uint64_t mix(uint64_t z) {
 
 }  // namespace
 
+uint64_t seed_for(uint64_t seed, uint64_t k) {
+  return seed == 0 ? 0 : mix(seed + k * 0x9e3779b97f4a7c15ULL) | 1;
+}
+
 template <class T>
 void dropout_mask(uint64_t seed, double p, T* mask, int64_t n) {
   const T keep = static_cast<T>(1.0 / (1.0 - p));

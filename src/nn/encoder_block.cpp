@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "attn/error.hpp"
+#include "nn/dropout.hpp"
 #include "nn/layer_norm.hpp"
 #include "nn/linear_layer.hpp"
 #include "nn/scratch.hpp"
@@ -11,6 +12,21 @@
 namespace attn::nn {
 
 namespace {
+
+// The residual dropout masks of a block (empty when it drops nothing): mask k of seed's.
+template <class T>
+void residual_masks(double p, uint64_t seed, int64_t n, std::initializer_list<std::vector<T>*> masks) {
+  int salt = 0;
+  for (std::vector<T>* m : masks) {
+    ++salt;
+    if (!(p > 0) || seed == 0) {
+      m->clear();
+      continue;
+    }
+    m->resize(static_cast<std::size_t>(n));
+    dropout_mask(seed_for(seed, salt), p, m->data(), n);
+  }
+}
 
 // Pre-norm: normed = LN₁(x); sum1 = x + attention(normed); h = LN₂(sum1);
 // y = sum1 + W₂·relu(W₁·h + b₁) + b₂
@@ -25,8 +41,10 @@ void pre_norm_forward(const T* x, const encoder_block_weights<T>& w, T* y, encod
   c.rstd1.resize(static_cast<std::size_t>(n));
   layer_norm_forward(x, w.norm1_weight, w.norm1_bias, c.normed.data(), c.mean1.data(),
                      c.rstd1.data(), n, e);
+  residual_masks(s.dropout, s.dropout_seed, n * e, {&c.drop1, &c.drop2});
   c.sum1.resize(size);
   self_attention_forward(c.normed.data(), w.attention, c.sum1.data(), c.attention, s.attention, mask);
+  if (!c.drop1.empty()) dropout_apply(c.drop1.data(), c.sum1.data(), n * e);
   add_into(c.sum1.data(), x, n * e);
   c.h.resize(size);
   c.mean2.resize(static_cast<std::size_t>(n));
@@ -38,6 +56,7 @@ void pre_norm_forward(const T* x, const encoder_block_weights<T>& w, T* y, encod
   linear_forward(c.h.data(), w.linear1_weight, w.linear1_bias, c.pre.data(), n, e, f);
   relu_forward(c.pre.data(), c.act.data(), n * f);
   linear_forward(c.act.data(), w.linear2_weight, w.linear2_bias, y, n, f, e);
+  if (!c.drop2.empty()) dropout_apply(c.drop2.data(), y, n * e);
   add_into(y, c.sum1.data(), n * e);
 }
 
@@ -49,7 +68,9 @@ void pre_norm_backward(const T* dy, const T* x, const encoder_block_weights<T>& 
   const int64_t f = s.feedforward;
   // y = sum1 + act·W₂ᵀ + b₂: sum1 gets dy directly and through LN₂ and the feed-forward part
   scratch<T> dact = scratch_zeros<T>(n * f), dpre = scratch_zeros<T>(n * f);
-  linear_backward(dy, c.act.data(), w.linear2_weight, dact.data(), g.dlinear2_weight,
+  scratch<T> dff = scratch_copy(dy, n * e);  // the feed-forward's output: through its dropout mask
+  if (!c.drop2.empty()) dropout_apply(c.drop2.data(), dff.data(), n * e);
+  linear_backward(dff.data(), c.act.data(), w.linear2_weight, dact.data(), g.dlinear2_weight,
                   g.dlinear2_bias, n, f, e);
   relu_backward(dact.data(), c.pre.data(), dpre.data(), n * f);
   scratch<T> dh = scratch_zeros<T>(n * e);
@@ -60,7 +81,9 @@ void pre_norm_backward(const T* dy, const T* x, const encoder_block_weights<T>& 
                       dsum1.data(), g.dnorm2_weight, g.dnorm2_bias, n, e);
   // sum1 = x + attention(normed): x gets dsum1 directly and through LN₁ and the attention
   scratch<T> dnormed = scratch_zeros<T>(n * e);
-  self_attention_backward(dsum1.data(), c.normed.data(), w.attention, c.attention, dnormed.data(),
+  scratch<T> dattended = scratch_copy(dsum1.data(), n * e);  // the attention's output: through its mask
+  if (!c.drop1.empty()) dropout_apply(c.drop1.data(), dattended.data(), n * e);
+  self_attention_backward(dattended.data(), c.normed.data(), w.attention, c.attention, dnormed.data(),
                           g.attention, s.attention, mask);
   if (dx == nullptr) {  // the weights' gradients still need LN₁'s
     scratch<T> unused = scratch_zeros<T>(n * e);
@@ -83,6 +106,7 @@ void encoder_block_forward(const T* x, const encoder_block_weights<T>& w, T* y,
     pre_norm_forward(x, w, y, c, s, mask);
     return;
   }
+  if (s.dropout > 0 && s.dropout_seed != 0) throw_usage("residual dropout is the pre-norm blocks'");
   const int64_t n = s.attention.batch * s.attention.length, e = s.attention.width;
   const int64_t f = s.feedforward;
   const auto size = static_cast<std::size_t>(n * e);

@@ -17,6 +17,11 @@ struct encoder_block_shape {
   self_attention_shape attention;  // input == width (E)
   int64_t feedforward = 0;         // F, the feed-forward part's hidden width
   bool norm_first = false;         // pre-norm (see above)
+  // Pre-norm blocks: dropout on each sub-layer's output before its residual add (Vaswani's
+  // residual dropout; nn.TransformerEncoderLayer's dropout1 and dropout2), masks drawn from
+  // dropout_seed. 0 (or a zero seed: evaluating): none.
+  double dropout = 0;
+  uint64_t dropout_seed = 0;
 };
 
 template <class T>
@@ -43,6 +48,7 @@ struct encoder_block_cache {
   std::vector<T> normed, sum1, h, mean1, rstd1;
   std::vector<T> pre, act;            // the feed-forward hidden layer before / after ReLU [N, F]
   std::vector<T> sum2, mean2, rstd2;
+  std::vector<T> drop1, drop2;        // residual dropout's masks on the attention's and the feed-forward's outputs (empty: none)
 };
 
 // x [B, L, E] → y [B, L, E]

@@ -177,6 +177,9 @@ std::vector<train_option> make_table() {
        "model file (default 8000)"},
       {"label_smoothing", "--label-smoothing", kind::number, &o::label_smoothing, translate, between(0, 0.99), {},
        "Label smoothing of the training loss (default 0.1)"},
+      {"residual_dropout", "--residual-dropout", kind::number, &o::residual_dropout, translate, between(0, 0.95), {},
+       "Dropout on each layer's attention and feed-forward outputs before the residual add (Vaswani's residual "
+       "dropout, nn.Transformer's dropout inside its layers; default 0: --dropout drops the embeddings only)"},
       {"batch_tokens", "--batch-tokens", kind::integer, &o::batch_tokens, translate, positive, {},
        "Each batch's pairs of like length, at most this many padded source and target tokens (default 4096)"},
 

@@ -24,7 +24,7 @@ namespace attn {
 models::translator_shape translator_shape_of(const translation_config& c) {
   return {.vocabulary = c.vocabulary, .width = c.width, .heads = c.heads, .encoder_layers = c.encoder_layers,
           .decoder_layers = c.decoder_layers, .feedforward = c.feedforward, .dropout = c.dropout,
-          .label_smoothing = c.label_smoothing};
+          .residual_dropout = c.residual_dropout, .label_smoothing = c.label_smoothing};
 }
 
 translation_model::impl::impl(const translation_config& c, text::subword_pieces p)
@@ -71,6 +71,7 @@ std::string translation_model::impl::encode() const {
                                 {"decoder_layers", c.decoder_layers},
                                 {"feedforward", c.feedforward},
                                 {"dropout", c.dropout},
+                                {"residual_dropout", c.residual_dropout},
                                 {"label_smoothing", c.label_smoothing},
                                 {"max_length", c.max_length},
                                 {"norm_first", true},
@@ -136,6 +137,7 @@ translation_model translation_model::decode(const std::string& bytes, const std:
   c.decoder_layers = f.integer(j, "decoder_layers");
   c.feedforward = f.integer(j, "feedforward");
   c.dropout = f.number(j, "dropout");
+  c.residual_dropout = f.has(j, "residual_dropout") ? f.number(j, "residual_dropout") : 0.0;
   c.label_smoothing = f.number(j, "label_smoothing");
   c.max_length = f.integer(j, "max_length");
   // Sizes a network is made from: bounded before any allocation.
@@ -147,6 +149,7 @@ translation_model translation_model::decode(const std::string& bytes, const std:
   f.range("decoder_layers", static_cast<double>(c.decoder_layers), 1, 256);
   f.range("feedforward", static_cast<double>(c.feedforward), 1, 1 << 18);
   f.range("dropout", c.dropout, 0, 1);
+  f.range("residual_dropout", c.residual_dropout, 0, 1);
   f.range("label_smoothing", c.label_smoothing, 0, 1);
   f.range("max_length", static_cast<double>(c.max_length), 0, 1 << 20);
   if (f.text(j, "positions") != "sinusoidal") f.fail("positions", "must be sinusoidal");

@@ -83,7 +83,7 @@ nlohmann::json translation_record(const train_options& o, int64_t epochs) {
           {"pieces", o.pieces}, {"max_length", o.max_length}, {"label_smoothing", o.label_smoothing},
           {"batch_tokens", o.batch_tokens}, {"epochs", epochs}, {"time", o.time_limit}, {"lr", o.lr},
           {"seed", o.seed}, {"weight_decay", o.weight_decay}, {"clip", o.clip}, {"warmup", o.warmup},
-          {"dropout", o.dropout}, {"patience", o.patience}};
+          {"dropout", o.dropout}, {"residual_dropout", o.residual_dropout}, {"patience", o.patience}};
 }
 
 // What a checkpoint must match to be resumed: the record with each file's digest in place of its
@@ -158,7 +158,8 @@ translation_training train_translator(const train_options& o, const train_callba
 
   translation_config c{.vocabulary = pieces.size(), .width = width, .heads = o.heads, .encoder_layers = o.layers,
                        .decoder_layers = o.layers, .feedforward = o.feedforward > 0 ? o.feedforward : 4 * width,
-                       .dropout = o.dropout, .label_smoothing = o.label_smoothing, .max_length = o.max_length};
+                       .dropout = o.dropout, .residual_dropout = o.residual_dropout,
+                       .label_smoothing = o.label_smoothing, .max_length = o.max_length};
   auto model = std::make_unique<translation_model::impl>(c, std::move(pieces));
   train::rng random(o.seed);
   train::initialise(model->net, random);

@@ -62,6 +62,32 @@ TEST(translator, every_gradient_matches_finite_differences) {
   for (auto* p : all) attn::testing::expect_gradient(p->value, p->grad, loss, p->name, 120);
 }
 
+// With dropout on the embeddings and on every sub-layer's output (residual dropout), a fixed seed
+// fixes the masks: the gradients are still the loss's, and the masks do drop (the loss differs
+// from evaluation's, and from another seed's).
+TEST(translator, every_gradient_matches_finite_differences_with_residual_dropout) {
+  std::mt19937 rng(4);
+  translator_shape dropping = shape;
+  dropping.dropout = 0.2;
+  dropping.residual_dropout = 0.3;
+  translator<double> m(dropping);
+  randomise(m, rng);
+  const translation_batch b = pairs();
+  translator_cache<double> cache;
+  const auto loss = [&] { return static_cast<double>(m.forward(b, cache, 77)); };
+  const double trained = loss();
+  m.backward(b, cache);
+  EXPECT_EQ(cache.encoder[0].drop1.size(), 10u * 8u);
+  EXPECT_EQ(cache.decoder[1].drop3.size(), 8u * 8u);
+  std::vector<attn::nn::parameter<double>*> all;
+  m.append_parameters(all);
+  for (auto* p : all) attn::testing::expect_gradient(p->value, p->grad, loss, p->name, 120);
+  translator_cache<double> other;
+  EXPECT_NE(static_cast<double>(m.forward(b, other, 0)), trained);
+  EXPECT_TRUE(other.decoder[0].drop1.empty());  // evaluating: no masks
+  EXPECT_NE(static_cast<double>(m.forward(b, other, 78)), trained);
+}
+
 TEST(translator, loss_is_cross_entropy_without_smoothing_and_log_v_when_uniform) {
   translator_shape plain = shape;
   plain.label_smoothing = 0.0;
