@@ -30,6 +30,7 @@ import json
 import os
 import platform
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -148,8 +149,8 @@ def main():
 
         def watch():
             while not stop.is_set():
-                for name in os.listdir(work):
-                    if name.startswith("attn.step") and name not in seen:
+                for name in os.listdir(work):  # (not the temporaries a snapshot is written under)
+                    if re.fullmatch(r"attn\.step\d+\.safetensors", name) and name not in seen:
                         seen[name] = time.perf_counter() - t0
                 time.sleep(0.5)
         watcher = threading.Thread(target=watch)

@@ -69,6 +69,10 @@ NOT_RUN = {
                                                 "(not in the repo; `%` marks its commands); the same "
                                                 "commands on the repo's own text are tested by "
                                                 "tests/cli/test_language_model.py",
+    "% attn train --task translate --source multi30k": "a real run on the shared Multi30k data (not in the "
+                                                          "repo; `%` marks its commands); the same commands on "
+                                                          "tests/data/toy_pairs.tsv are tested by "
+                                                          "tests/cli/test_translate.py",
     "import json, struct": "needs PyTorch; run as it stands by tests/python/test_readme_snippet.py "
                            "(test_the_pytorch_snippet_is_the_one_the_python_tests_run checks its "
                            "marker)",
