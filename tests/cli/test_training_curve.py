@@ -173,4 +173,4 @@ def test_save_steps_that_miss_the_held_out_scores_are_a_usage_error(corpus, tmp_
         assert r.code == 1 and "--save-steps" in one_error_line(r) and "--eval-steps" in r.err, r.err
         assert not list(tmp_path.iterdir())
     r = run_attn("train", "--data", os.path.join(DATA, "negation_train.tsv"), "--task", "classify", "--save-steps", "4", "-o", out)
-    assert r.code == 1 and "--save-steps is for --task masked-word and lm" in one_error_line(r), r.err
+    assert r.code == 1 and "--save-steps is for --task masked-word, lm and translate" in one_error_line(r), r.err

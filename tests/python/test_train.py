@@ -137,7 +137,7 @@ def test_a_stop_keeps_the_checkpoint_and_resume_gives_the_uninterrupted_file(cor
     (dict(learn_embeddings=8, vectors="v.txt"), attn.UsageError, "exclude each other"),
     (dict(task="lm", resume=True), attn.InputError, "no checkpoint to resume from"),
     (dict(task="lm", eval_steps=5, save_steps=5), attn.UsageError, "save_steps writes the model beside output"),
-    (dict(task="classify", save_steps=5), attn.UsageError, "save_steps is for task='masked-word' and 'lm'"),
+    (dict(task="classify", save_steps=5), attn.UsageError, "save_steps is for task='masked-word', 'lm' and 'translate'"),
     (dict(task="classify", device="cuda"), attn.UsageError, "device is for task='masked-word' and 'lm'"),
     (dict(task="lm", device="gpu"), attn.UsageError, "device='gpu': expected 'cpu' or 'cuda'"),
 ])
