@@ -39,21 +39,8 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PEERS = os.path.join(REPO, "bench", "peers")
-
-
-def run_measured(command, stdin=None):
-    """Runs a command; returns (stdout, stderr, peak RSS MB, seconds), RSS from wait4."""
-    start = time.perf_counter()
-    with tempfile.TemporaryFile() as o, tempfile.TemporaryFile() as e:
-        p = subprocess.Popen(command, stdout=o, stderr=e, stdin=stdin)
-        _, status, usage = os.wait4(p.pid, 0)
-        seconds = time.perf_counter() - start
-        o.seek(0)
-        e.seek(0)
-        out, err = o.read().decode(), e.read().decode()
-    if status != 0:
-        sys.exit(f"error: {' '.join(map(str, command))} failed:\n{err[-2000:]}")
-    return out, err, usage.ru_maxrss / 1024, seconds
+sys.path.insert(0, os.path.join(REPO, "bench"))
+from measure import ensure_openblas, run_measured  # noqa: E402
 
 
 def lines(path):
@@ -119,6 +106,8 @@ def main():
     p.add_argument("--svg", help="write the learning curve here")
     p.add_argument("--skip-twin", action="store_true")
     a = p.parse_args()
+    if not a.skip_twin:
+        ensure_openblas()
     attn = os.path.abspath(a.attn)
     threads = ["--threads", str(a.threads)]
     with tempfile.TemporaryDirectory(prefix="bench-translate-") as work:
