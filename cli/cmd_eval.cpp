@@ -41,29 +41,15 @@ nlohmann::json scores_json(const translation_scores& s) {
 // A translator: its translations of --source scored against --target (or --data's
 // source<TAB>target lines) by BLEU and chrF, and its loss on the references.
 void run_translation(const eval_args& args) {
-  std::vector<std::string> sources, references;
-  if (!args.data.empty()) {
-    if (!args.source.empty() || !args.target.empty()) throw_usage("give --source and --target, or --data: not both");
-    int64_t number = 0;
-    for (const std::string& line : lines_of(args.data)) {
-      ++number;
-      if (line.find_first_not_of(" \t") == std::string::npos) continue;
-      const size_t tab = line.find('\t');
-      if (tab == std::string::npos)
-        throw_input(args.data, "a line without a tab (expected source<TAB>target)", fmt::format("line {}", number));
-      const size_t end = line.find('\t', tab + 1);
-      sources.push_back(line.substr(0, tab));
-      references.push_back(line.substr(tab + 1, end == std::string::npos ? end : end - tab - 1));
-    }
-  } else {
-    if (args.source.empty() || args.target.empty()) throw_usage("a translation model is scored with --source FILE --target FILE");
-    sources = lines_of(args.source);
-    references = lines_of(args.target);
-    if (sources.size() != references.size())
-      throw_input(args.source, fmt::format("{} lines, but {} has {} (the files must be aligned by line)", sources.size(),
-                                           args.target, references.size()));
-  }
-  if (sources.empty()) throw_input(args.data.empty() ? args.source : args.data, "no sentence pairs");
+  if (!args.data.empty() && (!args.source.empty() || !args.target.empty()))
+    throw_usage("give --source and --target, or --data: not both");
+  if (args.data.empty() && (args.source.empty() || args.target.empty()))
+    throw_usage("a translation model is scored with --source FILE --target FILE");
+  // (read as attn train reads pairs: the same line and UTF-8 checks)
+  const sentence_pairs pairs = args.data.empty() ? read_sentence_pairs(args.source, args.target)
+                                                 : read_sentence_pairs(args.data);
+  const std::vector<std::string>& sources = pairs.sources;
+  const std::vector<std::string>& references = pairs.targets;
   const translation_model model = translation_model::load(args.model);
   const translation_evaluation e = model.evaluate(sources, references, args.options);
   nlohmann::json j = scores_json(e.scores);

@@ -160,11 +160,10 @@ heatmap_page translation_page(const heatmap_args& args, std::optional<int> head)
       }
     return m;
   };
-  const translation t = model.translate(text, {.beam = 5, .alignment = true});
   page.notes.push_back(fmt::format("Source pieces ({}): {}", cols, fmt::join(a.source, " ")));
   page.notes.push_back(fmt::format("Translation (beam 5): {}", a.text));
   std::string links;
-  for (const auto& [i, j] : t.best().alignment) links += fmt::format("{}{}-{}", links.empty() ? "" : " ", i, j);
+  for (const auto& [i, j] : a.alignment) links += fmt::format("{}{}-{}", links.empty() ? "" : " ", i, j);
   page.notes.push_back(fmt::format("Alignment (source word-target word, from the last layer's cross-attention): {}",
                                    links.empty() ? "none" : links));
   const translation_config& c = model.config();
@@ -177,10 +176,10 @@ heatmap_page translation_page(const heatmap_args& args, std::optional<int> head)
     for (std::string w; in >> w;) words.push_back(w);
     return words;
   };
-  const std::vector<std::string> source_words = words_of(text), target_words = words_of(t.best().text);
+  const std::vector<std::string> source_words = words_of(text), target_words = words_of(a.text);
   if (!source_words.empty() && !target_words.empty()) {
     tensor links_table({static_cast<int64_t>(target_words.size()), static_cast<int64_t>(source_words.size())});
-    for (const auto& [i, j] : t.best().alignment)
+    for (const auto& [i, j] : a.alignment)
       if (i < links_table.dim(1) && j < links_table.dim(0)) links_table.at({j, i}) = 1.0f;
     page.tables.push_back({"Alignment: each target word's strongest source word", links_table, target_words,
                            source_words, false, true});

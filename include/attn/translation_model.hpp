@@ -73,6 +73,8 @@ struct translation {
 // attended to).
 struct translation_attention {
   std::vector<std::string> source;  // the source's pieces and </s>
+  // Moses pairs as translation_hypothesis::alignment gives them, from the last layer's cross below.
+  std::vector<std::pair<int64_t, int64_t>> alignment;
   std::vector<std::string> target;  // the pieces written: y₁ … y_n and </s>
   std::vector<std::string> read;    // what the decoder read at each step: <s> y₁ … y_n
   std::vector<tensor> encoder, decoder, cross;  // one per layer
@@ -101,6 +103,15 @@ struct translation_evaluation {
   int64_t skipped = 0;  // pairs left out of the loss: a side without pieces (every line counts in the scores)
   std::vector<std::string> translations;  // in the input's order
 };
+
+// Sentence pairs as attn train --task translate and attn eval read them: two files aligned by line
+// (source, target) or one of source<TAB>target lines (target empty; blank lines skipped, columns
+// past the second ignored). Input errors: files of different line counts, a line without a tab,
+// text that is not UTF-8 (with its line), no pair at all.
+struct sentence_pairs {
+  std::vector<std::string> sources, targets;
+};
+sentence_pairs read_sentence_pairs(const std::string& source, const std::string& target = "");
 
 // Whether the file at path is a translation model (its safetensors header names the format);
 // false for anything else, readable or not (the text model's loader then says what is wrong).

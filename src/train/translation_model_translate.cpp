@@ -90,7 +90,7 @@ models::translator_cache<float> run_forced(const models::translator<float>& net,
 // Moses i-j pairs: each target word linked to the source word its pieces attended to most (the
 // last decoder layer's cross-attention, averaged over heads and over the target word's pieces;
 // a source word's weight is the sum over its pieces). Row t of the cross-attention predicts
-// target piece t.
+// target piece t; the rows and columns past the pieces given (</s>'s) are not read.
 std::vector<std::pair<int64_t, int64_t>> align(const tensor& cross, const std::vector<std::string>& source_pieces,
                                                const std::vector<std::string>& target_pieces) {
   const std::vector<int64_t> source_word = word_of_pieces(source_pieces), target_word = word_of_pieces(target_pieces);
@@ -163,12 +163,7 @@ translation translate_text(const translation_model::impl& m, std::string_view te
       const tensor cross = attention_weights(cache.decoder.back().cross_attention, s.heads,
                                              static_cast<int64_t>(target.size()), static_cast<int64_t>(source.size()),
                                              s.width / s.heads, false);
-      // (the </s> columns and row left out: words only)
-      tensor words({s.heads, static_cast<int64_t>(h.tokens.size()), static_cast<int64_t>(source.size() - 1)});
-      for (int64_t hd = 0; hd < s.heads; ++hd)
-        for (int64_t i = 0; i < words.shape()[1]; ++i)
-          for (int64_t j = 0; j < words.shape()[2]; ++j) words.at({hd, i, j}) = cross.at({hd, i, j});
-      t.alignment = align(words, out.source_pieces, t.pieces);
+      t.alignment = align(cross, out.source_pieces, t.pieces);
     }
     out.hypotheses.push_back(std::move(t));
   }
@@ -224,6 +219,7 @@ translation_attention translation_model::attention(std::string_view text, const 
     a.decoder.push_back(attention_weights(layer.self_attention, s.heads, tl, tl, d, true));
     a.cross.push_back(attention_weights(layer.cross_attention, s.heads, tl, sl, d, false));
   }
+  a.alignment = align(a.cross.back(), {a.source.begin(), a.source.end() - 1}, {a.target.begin(), a.target.end() - 1});
   return a;
 }
 

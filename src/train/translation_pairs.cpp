@@ -8,6 +8,7 @@
 
 #include "attn/error.hpp"
 #include "attn/text_file.hpp"
+#include "attn/translation_model.hpp"
 #include "io/text_lines.hpp"
 #include "train/rng.hpp"
 
@@ -57,6 +58,23 @@ std::vector<sentence_pair> read_tab_separated_pairs(const std::string& path) {
   if (pairs.empty()) throw_input(path, "no sentence pairs");
   return pairs;
 }
+
+}  // namespace attn::train
+
+namespace attn {
+
+sentence_pairs read_sentence_pairs(const std::string& source, const std::string& target) {
+  sentence_pairs out;
+  for (train::sentence_pair& p : target.empty() ? train::read_tab_separated_pairs(source) : train::read_pairs(source, target)) {
+    out.sources.push_back(std::move(p.source));
+    out.targets.push_back(std::move(p.target));
+  }
+  return out;
+}
+
+}  // namespace attn
+
+namespace attn::train {
 
 encoded_pairs encode_pairs(const std::vector<sentence_pair>& pairs, const text::subword_pieces& pieces,
                            int64_t max_length) {

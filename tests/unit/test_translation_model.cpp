@@ -204,6 +204,7 @@ TEST(translation_model, alignment_links_each_target_word_and_attention_has_every
   ASSERT_EQ(a.cross.size(), 1u);
   const auto s = static_cast<int64_t>(a.source.size()), tl = static_cast<int64_t>(a.target.size());
   EXPECT_EQ(a.read.size(), a.target.size());
+  EXPECT_EQ(a.alignment, best.alignment);  // the same search, the same links
   EXPECT_EQ(a.cross[0].shape(), (attn::shape_t{2, tl, s}));
   for (int64_t h = 0; h < 2; ++h)
     for (int64_t i = 0; i < tl; ++i) {
