@@ -42,7 +42,11 @@ struct hypothesis {
 std::vector<hypothesis> beam_search(const autoregressive_model& model, std::span<const int64_t> prompt,
                                     const beam_options& o);
 
-// log softmax(scores) over the allowed tokens (−∞ for the banned), in double.
+// log softmax(scores) over the allowed tokens (−∞ for the banned), in double: each score minus
+// log_sum_exp (−∞ when every token is banned).
 void log_probabilities(std::span<const float> scores, banned_tokens banned, std::vector<double>& out);
+double log_sum_exp(std::span<const float> scores, banned_tokens banned);
+// The k allowed tokens of the highest scores, best first; ties to the lower id.
+std::vector<int64_t> best_tokens(std::span<const float> scores, banned_tokens banned, size_t k);
 
 }  // namespace attn::decode

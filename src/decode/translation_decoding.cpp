@@ -14,7 +14,7 @@ struct translation_state final : decoder_state {
 
 }  // namespace
 
-translation_decoding::translation_decoding(const models::translator<float>& model, std::span<const int64_t> source,
+translation_decoding::translation_decoding(const models::translator_steps& model, std::span<const int64_t> source,
                                            int64_t capacity)
     : model_(model), empty_(model, source, capacity) {}
 

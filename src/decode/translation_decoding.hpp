@@ -17,9 +17,9 @@ namespace attn::decode {
 class translation_decoding final : public autoregressive_model {
  public:
   // source: the sentence's pieces (ending in </s>); capacity: the most target tokens a state reads.
-  translation_decoding(const models::translator<float>& model, std::span<const int64_t> source, int64_t capacity);
+  translation_decoding(const models::translator_steps& model, std::span<const int64_t> source, int64_t capacity);
 
-  int64_t vocabulary() const override { return model_.shape().vocabulary; }
+  int64_t vocabulary() const override { return model_.model().shape().vocabulary; }
   std::unique_ptr<decoder_state> start() const override;
   std::span<const float> read(decoder_state& state, std::span<const int64_t> tokens) const override;
   // A beam's hypotheses in one pass (translator_decoder::step_together).
@@ -27,7 +27,7 @@ class translation_decoding final : public autoregressive_model {
                                                 std::span<const int64_t> tokens) const override;
 
  private:
-  const models::translator<float>& model_;
+  const models::translator_steps& model_;
   models::translator_decoder empty_;  // the encoded sentence, nothing read: each start() copies it
 };
 

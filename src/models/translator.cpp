@@ -213,9 +213,17 @@ void translator<T>::backward(const translation_batch& b, const translator_cache<
 template class translator<float>;
 template class translator<double>;
 
-translator_decoder::translator_decoder(const translator<float>& model, std::span<const int64_t> source,
+translator_steps::translator_steps(const translator<float>& model)
+    : model_(&model),
+      output_(model.embedding.value.data(), nullptr, model.shape().vocabulary, model.shape().width) {
+  for (const nn::decoder_parameters<float>& block : model.decoder)
+    blocks_.emplace_back(block, model.shape().width, model.shape().feedforward);
+}
+
+translator_decoder::translator_decoder(const translator_steps& weights, std::span<const int64_t> source,
                                        int64_t capacity)
-    : model_(&model), source_length_(static_cast<int64_t>(source.size())), capacity_(capacity) {
+    : weights_(&weights), source_length_(static_cast<int64_t>(source.size())), capacity_(capacity) {
+  const translator<float>& model = weights.model();
   const translator_shape& s = model.shape();
   if (source.empty()) throw_usage("nothing to translate (no source pieces)");
   translation_batch b;
@@ -225,39 +233,17 @@ translator_decoder::translator_decoder(const translator<float>& model, std::span
   b.source_lengths = {source_length_};
   translator_cache<float> c;
   model.encode(b, c, 0);
-  cross_ = std::make_shared<std::vector<nn::attention_cache<float>>>(model.decoder.size());
-  const nn::attention_shape cross{.batch = 1, .queries = 1, .keys = source_length_, .query_input = s.width,
-                                  .key_input = s.width, .width = s.width, .heads = s.heads};
-  for (size_t i = 0; i < model.decoder.size(); ++i)
-    nn::attention_keys_values_forward(c.memory.data(), model.decoder[i].cross_attention.weights(), (*cross_)[i], cross);
+  auto cross = std::make_shared<std::vector<nn::cross_keys_values>>();
+  for (const nn::decoder_parameters<float>& block : model.decoder)
+    cross->push_back(nn::cross_keys_values_forward(c.memory.data(), block, source_length_, s.width, s.heads));
+  cross_ = std::move(cross);
   self_kv_.resize(model.decoder.size());
   for (nn::self_attention_kv& kv : self_kv_) kv.reset(s.width, capacity_);
 }
 
 const std::vector<float>& translator_decoder::step(int64_t id) {
-  const translator<float>& m = *model_;
-  const translator_shape& s = m.shape();
-  const int64_t e = s.width;
-  if (length_ >= capacity_) throw_usage(fmt::format("a translation longer than {} pieces", capacity_));
-  if (id < 0 || id >= s.vocabulary) throw_usage(fmt::format("piece {} is not among the model's {}", id, s.vocabulary));
-  // x = embedding[id]·√E + position, as forward's embed
-  x_.resize(static_cast<size_t>(e));
-  const double scale = std::sqrt(static_cast<double>(e));
-  for (int64_t j = 0; j < e; ++j)
-    x_[static_cast<size_t>(j)] = static_cast<float>(
-        static_cast<double>(m.embedding.value[static_cast<size_t>(id * e + j)]) * scale + sinusoid(length_, j, e));
-  const nn::decoder_block_shape block{.batch = 1, .target = 1, .source = source_length_, .width = e,
-                                      .heads = s.heads, .feedforward = s.feedforward};
-  for (size_t i = 0; i < m.decoder.size(); ++i)
-    nn::decoder_block_row_forward(x_.data(), m.decoder[i], self_kv_[i], length_, (*cross_)[i], block, block_);
-  normed_.resize(static_cast<size_t>(e));
-  mean_.resize(1);
-  rstd_.resize(1);
-  nn::layer_norm_forward(x_.data(), m.decoder_norm_weight.value.data(), m.decoder_norm_bias.value.data(),
-                         normed_.data(), mean_.data(), rstd_.data(), int64_t{1}, e);
-  logits_.resize(static_cast<size_t>(s.vocabulary));
-  nn::linear_row_forward(normed_.data(), m.embedding.value.data(), nullptr, logits_.data(), e, s.vocabulary);
-  ++length_;
+  translator_decoder* self = this;
+  step_together({&self, 1}, {&id, 1});
   return logits_;
 }
 
@@ -266,17 +252,18 @@ void translator_decoder::step_together(std::span<translator_decoder* const> deco
   if (rows == 0) return;
   const translator_decoder& first = *decoders.front();
   const bool together = std::all_of(decoders.begin(), decoders.end(), [&](const translator_decoder* d) {
-    return d->model_ == first.model_ && d->cross_ == first.cross_ && d->length_ == first.length_;
+    return d->weights_ == first.weights_ && d->cross_ == first.cross_ && d->length_ == first.length_;
   });
-  if (rows == 1 || !together) {
+  if (!together) {
     for (int64_t k = 0; k < rows; ++k) decoders[static_cast<size_t>(k)]->step(ids[static_cast<size_t>(k)]);
     return;
   }
-  const translator<float>& m = *first.model_;
+  const translator_steps& w = *first.weights_;
+  const translator<float>& m = w.model();
   const translator_shape& s = m.shape();
   const int64_t e = s.width, t = first.length_;
   if (t >= first.capacity_) throw_usage(fmt::format("a translation longer than {} pieces", first.capacity_));
-  // The rows' embeddings + position (as step's), then every layer over all of them.
+  // The rows' embeddings + position (as forward's embed), then every layer over all of them.
   thread_local std::vector<float> x, normed, mean, rstd, logits;
   thread_local nn::decoder_block_row_scratch block;
   x.resize(static_cast<size_t>(rows * e));
@@ -293,7 +280,7 @@ void translator_decoder::step_together(std::span<translator_decoder* const> deco
   std::vector<nn::self_attention_kv*> kv(static_cast<size_t>(rows));
   for (size_t i = 0; i < m.decoder.size(); ++i) {
     for (int64_t k = 0; k < rows; ++k) kv[static_cast<size_t>(k)] = &decoders[static_cast<size_t>(k)]->self_kv_[i];
-    nn::decoder_block_rows_forward(x.data(), m.decoder[i], kv, t, (*first.cross_)[i], shape, block);
+    nn::decoder_block_rows_forward(x.data(), w.blocks()[i], kv, t, (*first.cross_)[i], shape, block);
   }
   normed.resize(x.size());
   mean.resize(static_cast<size_t>(rows));
@@ -301,7 +288,7 @@ void translator_decoder::step_together(std::span<translator_decoder* const> deco
   nn::layer_norm_forward(x.data(), m.decoder_norm_weight.value.data(), m.decoder_norm_bias.value.data(),
                          normed.data(), mean.data(), rstd.data(), rows, e);
   logits.resize(static_cast<size_t>(rows * s.vocabulary));
-  nn::linear_rows_forward(normed.data(), m.embedding.value.data(), nullptr, logits.data(), rows, e, s.vocabulary);
+  w.output().apply(normed.data(), rows, logits.data());
   for (int64_t k = 0; k < rows; ++k) {
     translator_decoder& d = *decoders[static_cast<size_t>(k)];
     d.logits_.assign(logits.begin() + k * s.vocabulary, logits.begin() + (k + 1) * s.vocabulary);

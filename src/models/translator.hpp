@@ -95,37 +95,52 @@ class translator {
 // Vaswani's sinusoid at position t, dimension j of E.
 double sinusoid(int64_t t, int64_t j, int64_t width);
 
+// The translator's decoder weights packed for stepping (nn::decoder_block_steps for each layer,
+// the tied output as a rows_linear), built once per model and shared by every sentence it
+// translates. The model must outlive them and keep its weights while they are in use.
+class translator_steps {
+ public:
+  explicit translator_steps(const translator<float>& model);
+  const translator<float>& model() const { return *model_; }
+  const std::vector<nn::decoder_block_steps>& blocks() const { return blocks_; }
+  const nn::rows_linear& output() const { return output_; }
+
+ private:
+  const translator<float>* model_;
+  std::vector<nn::decoder_block_steps> blocks_;
+  nn::rows_linear output_;  // logits = LN(x)·embeddingᵀ
+};
+
 // The translator run one target token at a time for one source sentence: the encoder runs once,
 // each decoder layer's cross-attention keys and values are projected once, and the decoder's
 // self-attention keeps a key-value cache, so a new token costs one row through the decoder.
 // step() gives the logits forward gives at the same position (tests hold the two together).
 // Copies (beam search's hypotheses) share the sentence's memory and cross-attention keys and
-// values (read-only while stepping: the copies of one sentence step one after another) and each
-// keep their own cache. The model must outlive the decoder.
+// values (read-only while stepping) and each keep their own cache. The weights must outlive
+// the decoder.
 class translator_decoder {
  public:
   // source: the sentence's pieces (ending in </s>), none padding; capacity: the most target
   // tokens it will read (a usage error past it).
-  translator_decoder(const translator<float>& model, std::span<const int64_t> source, int64_t capacity);
+  translator_decoder(const translator_steps& weights, std::span<const int64_t> source, int64_t capacity);
 
   // Reads the token at position length(); returns the logits of the token after it [V].
   const std::vector<float>& step(int64_t id);
   // Several decoders of one sentence (copies of one decoder: beam search's hypotheses) each read
   // their token, decoder k ids[k], in one pass: each layer's weights are read once for all of
-  // them. Their logits (logits()) equal step()'s up to the cross-attention's rounding. Decoders
-  // of other sentences or lengths step one after another.
+  // them. Their logits (logits()) are the bits step() gives each alone. Decoders of other
+  // sentences or lengths step one after another.
   static void step_together(std::span<translator_decoder* const> decoders, std::span<const int64_t> ids);
   const std::vector<float>& logits() const { return logits_; }
   int64_t length() const { return length_; }
   int64_t source_length() const { return source_length_; }
 
  private:
-  const translator<float>* model_;
+  const translator_steps* weights_;
   int64_t source_length_ = 0, capacity_ = 0, length_ = 0;
-  std::shared_ptr<std::vector<nn::attention_cache<float>>> cross_;  // each decoder layer's
-  std::vector<nn::self_attention_kv> self_kv_;                       // each decoder layer's
-  std::vector<float> x_, normed_, mean_, rstd_, logits_;
-  nn::decoder_block_row_scratch block_;
+  std::shared_ptr<const std::vector<nn::cross_keys_values>> cross_;  // each decoder layer's
+  std::vector<nn::self_attention_kv> self_kv_;                        // each decoder layer's
+  std::vector<float> logits_;
 };
 
 }  // namespace attn::models

@@ -1,6 +1,8 @@
 // The pre-norm Transformer decoder layer's forward and backward (see decoder_block.hpp).
 #include "nn/decoder_block.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 
 #include "nn/dropout.hpp"
@@ -156,74 +158,80 @@ void decoder_block_backward(const T* dy, const T* x, const T* memory, const std:
   add_into(dx, dsum1.data(), n * e);
 }
 
-void decoder_block_row_forward(float* x, const decoder_parameters<float>& w, self_attention_kv& self_kv, int64_t t,
-                               attention_cache<float>& cross, const decoder_block_shape& s,
-                               decoder_block_row_scratch& r) {
-  const int64_t e = s.width, f = s.feedforward;
-  for (auto* v : {&r.normed, &r.attended}) v->resize(static_cast<std::size_t>(e));
-  r.pre.resize(static_cast<std::size_t>(f));
-  r.mean.resize(1);
-  r.rstd.resize(1);
-  const auto add = [&] {
-    for (int64_t j = 0; j < e; ++j) x[j] += r.attended[static_cast<std::size_t>(j)];
-  };
-  // x += SelfAttention(LN₁(x)), the query at t against the keys of 0 … t
-  layer_norm_forward(x, w.norm1_weight.value.data(), w.norm1_bias.value.data(), r.normed.data(), r.mean.data(),
-                     r.rstd.data(), int64_t{1}, e);
-  self_attention_row_forward(r.normed.data(), w.self_attention.weights(), r.attended.data(), self_kv, t,
-                             {.batch = 1, .length = 1, .input = e, .width = e, .heads = s.heads}, r.self_attention);
-  add();
-  // x += CrossAttention(LN₂(x), memory)
-  layer_norm_forward(x, w.norm2_weight.value.data(), w.norm2_bias.value.data(), r.normed.data(), r.mean.data(),
-                     r.rstd.data(), int64_t{1}, e);
-  attention_queries_forward(r.normed.data(), w.cross_attention.weights(), r.attended.data(), cross,
-                            {.batch = 1, .queries = 1, .keys = s.source, .query_input = e, .key_input = e,
-                             .width = e, .heads = s.heads},
-                            attention_mask_spec{});
-  add();
-  // x += W₂·relu(W₁·LN₃(x) + b₁) + b₂
-  layer_norm_forward(x, w.norm3_weight.value.data(), w.norm3_bias.value.data(), r.normed.data(), r.mean.data(),
-                     r.rstd.data(), int64_t{1}, e);
-  linear_row_forward(r.normed.data(), w.linear1_weight.value.data(), w.linear1_bias.value.data(), r.pre.data(), e, f);
-  relu_forward(r.pre.data(), r.pre.data(), f);
-  linear_row_forward(r.pre.data(), w.linear2_weight.value.data(), w.linear2_bias.value.data(), r.attended.data(), f,
-                     e);
-  add();
+decoder_block_steps::decoder_block_steps(const decoder_parameters<float>& w, int64_t width, int64_t feedforward)
+    : parameters(&w),
+      self_out(w.self_attention.wo.value.data(), w.self_attention.bo.value.data(), width, width),
+      cross_query(w.cross_attention.wq.value.data(), w.cross_attention.bq.value.data(), width, width),
+      cross_out(w.cross_attention.wo.value.data(), w.cross_attention.bo.value.data(), width, width),
+      linear1(w.linear1_weight.value.data(), w.linear1_bias.value.data(), feedforward, width),
+      linear2(w.linear2_weight.value.data(), w.linear2_bias.value.data(), width, feedforward) {
+  const attention_parameters<float>& a = w.self_attention;
+  const rows_linear_part qkv[] = {{a.wq.value.data(), a.bq.value.data(), width},
+                                  {a.wk.value.data(), a.bk.value.data(), width},
+                                  {a.wv.value.data(), a.bv.value.data(), width}};
+  self_qkv = rows_linear(qkv, width);
 }
 
-void decoder_block_rows_forward(float* x, const decoder_parameters<float>& w, std::span<self_attention_kv* const> self_kv,
-                                int64_t t, attention_cache<float>& cross, const decoder_block_shape& s,
+cross_keys_values cross_keys_values_forward(const float* memory, const decoder_parameters<float>& w, int64_t source,
+                                            int64_t width, int64_t heads) {
+  attention_cache<float> projected;
+  attention_keys_values_forward(memory, w.cross_attention.weights(), projected,
+                                {.batch = 1, .queries = 1, .keys = source, .query_input = width, .key_input = width,
+                                 .width = width, .heads = heads});
+  // [H, S, d] → [H·d, S]: head h's dimension c is row h·d + c
+  const int64_t d = width / heads;
+  cross_keys_values c;
+  c.length = source;
+  c.keys.resize(static_cast<size_t>(width * source));
+  c.values.resize(c.keys.size());
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t j = 0; j < source; ++j)
+      for (int64_t k = 0; k < d; ++k) {
+        const auto from = static_cast<size_t>((h * source + j) * d + k);
+        const auto to = static_cast<size_t>((h * d + k) * source + j);
+        c.keys[to] = projected.k[from];
+        c.values[to] = projected.v[from];
+      }
+  return c;
+}
+
+void decoder_block_rows_forward(float* x, const decoder_block_steps& w, std::span<self_attention_kv* const> self_kv,
+                                int64_t t, const cross_keys_values& cross, const decoder_block_shape& s,
                                 decoder_block_row_scratch& r) {
+  const decoder_parameters<float>& p = *w.parameters;
   const int64_t e = s.width, f = s.feedforward, rows = static_cast<int64_t>(self_kv.size());
-  for (auto* v : {&r.normed, &r.attended}) v->resize(static_cast<std::size_t>(rows * e));
+  const int64_t d = e / s.heads, n = cross.length;
+  for (auto* v : {&r.normed, &r.attended, &r.query, &r.merged}) v->resize(static_cast<std::size_t>(rows * e));
   r.pre.resize(static_cast<std::size_t>(rows * f));
   r.mean.resize(static_cast<std::size_t>(rows));
   r.rstd.resize(static_cast<std::size_t>(rows));
+  r.scores.resize(static_cast<std::size_t>(std::max<int64_t>(n, 1)));
   const auto add = [&] {
     for (int64_t j = 0; j < rows * e; ++j) x[j] += r.attended[static_cast<std::size_t>(j)];
   };
   // x += SelfAttention(LN₁(x)), each row's query at t against its own keys of 0 … t
-  layer_norm_forward(x, w.norm1_weight.value.data(), w.norm1_bias.value.data(), r.normed.data(), r.mean.data(),
+  layer_norm_forward(x, p.norm1_weight.value.data(), p.norm1_bias.value.data(), r.normed.data(), r.mean.data(),
                      r.rstd.data(), rows, e);
-  self_attention_rows_forward(r.normed.data(), w.self_attention.weights(), r.attended.data(), self_kv, t,
+  self_attention_rows_forward(r.normed.data(), w.self_qkv, w.self_out, r.attended.data(), self_kv, t,
                               {.batch = 1, .length = 1, .input = e, .width = e, .heads = s.heads}, r.self_attention);
   add();
-  // x += CrossAttention(LN₂(x), memory): the rows as queries of the one sentence
-  layer_norm_forward(x, w.norm2_weight.value.data(), w.norm2_bias.value.data(), r.normed.data(), r.mean.data(),
+  // x += CrossAttention(LN₂(x), memory): each row's query against the sentence's keys
+  layer_norm_forward(x, p.norm2_weight.value.data(), p.norm2_bias.value.data(), r.normed.data(), r.mean.data(),
                      r.rstd.data(), rows, e);
-  attention_queries_forward(r.normed.data(), w.cross_attention.weights(), r.attended.data(), cross,
-                            {.batch = 1, .queries = rows, .keys = s.source, .query_input = e, .key_input = e,
-                             .width = e, .heads = s.heads},
-                            attention_mask_spec{});
+  w.cross_query.apply(r.normed.data(), rows, r.query.data());
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t h = 0; h < s.heads; ++h)
+      attend_cached(r.query.data() + row * e + h * d, cross.keys.data() + h * d * n, cross.values.data() + h * d * n,
+                    r.merged.data() + row * e + h * d, n, d, n, scale, r.scores.data());
+  w.cross_out.apply(r.merged.data(), rows, r.attended.data());
   add();
   // x += W₂·relu(W₁·LN₃(x) + b₁) + b₂
-  layer_norm_forward(x, w.norm3_weight.value.data(), w.norm3_bias.value.data(), r.normed.data(), r.mean.data(),
+  layer_norm_forward(x, p.norm3_weight.value.data(), p.norm3_bias.value.data(), r.normed.data(), r.mean.data(),
                      r.rstd.data(), rows, e);
-  linear_rows_forward(r.normed.data(), w.linear1_weight.value.data(), w.linear1_bias.value.data(), r.pre.data(), rows,
-                      e, f);
+  w.linear1.apply(r.normed.data(), rows, r.pre.data());
   relu_forward(r.pre.data(), r.pre.data(), rows * f);
-  linear_rows_forward(r.pre.data(), w.linear2_weight.value.data(), w.linear2_bias.value.data(), r.attended.data(),
-                      rows, f, e);
+  w.linear2.apply(r.pre.data(), rows, r.attended.data());
   add();
 }
 

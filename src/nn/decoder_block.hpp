@@ -15,6 +15,7 @@
 
 #include "nn/attention_layer.hpp"
 #include "nn/parameter.hpp"
+#include "nn/rows_linear.hpp"
 #include "nn/self_attention_layer.hpp"
 
 namespace attn::nn {
@@ -65,24 +66,37 @@ void decoder_block_backward(const T* dy, const T* x, const T* memory, const std:
                             decoder_parameters<T>& w, const decoder_block_cache<T>& cache, T* dx, T* dmemory,
                             const decoder_block_shape& s);
 
-// The one-row path (translation, float): x [E], the residual stream of the target token at
-// position t, passes the block in place, as decoder_block_forward takes that row (the same steps
-// in the same order with one-row products). self_kv gains position t's key and value; cross
-// holds the memory's keys and values for one sentence (attention_keys_values_forward, once),
-// its source_length positions all real. s.batch and s.target are unused.
+// Decoding (translation, float): target rows at position t pass the block in place, as
+// decoder_block_forward takes those rows (the same steps in the same order), with every product
+// packed once for a few rows (rows_linear). The weights for that, built from a block's
+// parameters (which must outlive them: the layer norms read them):
+struct decoder_block_steps {
+  decoder_block_steps(const decoder_parameters<float>& w, int64_t width, int64_t feedforward);
+  const decoder_parameters<float>* parameters;
+  rows_linear self_qkv, self_out, cross_query, cross_out, linear1, linear2;
+};
+
+// One sentence's memory as each decoder layer's cross-attention reads it: its keys and values
+// projected once (attention_keys_values_forward) and stored dimension-major, [E][S], the layout
+// of attend_cached.
+struct cross_keys_values {
+  std::vector<float> keys, values;
+  int64_t length = 0;  // S
+};
+// memory [S, E] (one sentence, every position real) → its keys and values for block w.
+cross_keys_values cross_keys_values_forward(const float* memory, const decoder_parameters<float>& w, int64_t source,
+                                            int64_t width, int64_t heads);
+
 struct decoder_block_row_scratch {
   self_attention_row_scratch self_attention;
-  std::vector<float> normed, attended, pre, mean, rstd;
+  std::vector<float> normed, attended, pre, mean, rstd, query, merged, scores;
 };
-void decoder_block_row_forward(float* x, const decoder_parameters<float>& w, self_attention_kv& self_kv, int64_t t,
-                               attention_cache<float>& cross, const decoder_block_shape& s,
-                               decoder_block_row_scratch& scratch);
-// Several rows at position t of one sentence (beam search's hypotheses), each with its own
-// self-attention cache, all against the same cross keys and values: x [rows, E] in place, each
-// weight read once for all the rows. Equal to decoder_block_row_forward on each row up to the
-// cross-attention's rounding (its queries go through as one batch).
-void decoder_block_rows_forward(float* x, const decoder_parameters<float>& w, std::span<self_attention_kv* const> self_kv,
-                                int64_t t, attention_cache<float>& cross, const decoder_block_shape& s,
+
+// x [rows, E] at position t, each row with its own self-attention cache (beam search's
+// hypotheses; one row for a single decoder), all against the same sentence's cross keys and
+// values. Each row's bits are the same alone as among others. s: width, heads and feedforward.
+void decoder_block_rows_forward(float* x, const decoder_block_steps& w, std::span<self_attention_kv* const> self_kv,
+                                int64_t t, const cross_keys_values& cross, const decoder_block_shape& s,
                                 decoder_block_row_scratch& scratch);
 
 }  // namespace attn::nn

@@ -37,9 +37,4 @@ namespace attn::nn {
 void linear_row_forward(const float* x, const float* w, const float* b, float* y, int64_t in,
                         int64_t out);
 
-// A few rows at once (beam search's hypotheses): x [rows, in] → y [rows, out], each row's sums
-// those of linear_row_forward, with each row of w read once for all the rows.
-void linear_rows_forward(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t in,
-                         int64_t out);
-
 }  // namespace attn::nn

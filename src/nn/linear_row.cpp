@@ -16,20 +16,4 @@ void linear_row_forward(const float* x, const float* w, const float* b, float* y
   }
 }
 
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-void linear_rows_forward(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t in,
-                         int64_t out) {
-#pragma omp parallel for schedule(static) if (out * in >= (int64_t{1} << 18))
-  for (int64_t o = 0; o < out; ++o) {
-    const float* row = w + o * in;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = x + r * in;
-      float sum = 0;
-#pragma omp simd reduction(+ : sum)
-      for (int64_t i = 0; i < in; ++i) sum += row[i] * xr[i];
-      y[r * out + o] = sum + (b != nullptr ? b[o] : 0.0f);
-    }
-  }
-}
-
 }  // namespace attn::nn

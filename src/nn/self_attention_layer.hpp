@@ -12,6 +12,8 @@
 
 namespace attn::nn {
 
+class rows_linear;
+
 struct self_attention_shape {
   int64_t batch = 0, length = 0;  // B, L (= S)
   int64_t input = 0, width = 0;   // Ein, E
@@ -76,11 +78,17 @@ struct self_attention_row_scratch {
 void self_attention_row_forward(const float* x, const self_attention_weights<float>& w, float* y,
                                 self_attention_kv& kv, int64_t t, const self_attention_shape& s,
                                 self_attention_row_scratch& scratch);
-// The same for several rows at position t, each with its own cache (beam search's hypotheses):
-// x [rows, Ein] → y [rows, E], the projections' weights read once for all the rows
-// (linear_rows_forward), each row's sums those of the one-row path.
-void self_attention_rows_forward(const float* x, const self_attention_weights<float>& w, float* y,
+// The same for several rows at position t, each with its own cache (beam search's hypotheses),
+// with the projections packed for a few rows (rows_linear): qkv stacks W_q, W_k, W_v; out is
+// W_o. x [rows, Ein] → y [rows, E]; each row's bits are the same alone as among others.
+void self_attention_rows_forward(const float* x, const rows_linear& qkv, const rows_linear& out, float* y,
                                  std::span<self_attention_kv* const> kv, int64_t t, const self_attention_shape& s,
                                  self_attention_row_scratch& scratch);
+
+// One head's query q [d] against n cached keys and values stored dimension-major (row c holds
+// dimension c for every position, `stride` apart): softmax(q·kⱼ·scale)·V → out [d]. scores:
+// room for n.
+void attend_cached(const float* q, const float* keys, const float* values, float* out, int64_t n, int64_t d,
+                   int64_t stride, float scale, float* scores);
 
 }  // namespace attn::nn

@@ -30,6 +30,17 @@ models::translator_shape translator_shape_of(const translation_config& c) {
 translation_model::impl::impl(const translation_config& c, text::subword_pieces p)
     : config(c), pieces(std::move(p)), net(translator_shape_of(c)) {}
 
+const models::translator_steps& translation_model::impl::steps() const {
+  const std::lock_guard lock(steps_mutex_);
+  if (steps_ == nullptr) steps_ = std::make_unique<const models::translator_steps>(net);
+  return *steps_;
+}
+
+void translation_model::impl::weights_changed() {
+  const std::lock_guard lock(steps_mutex_);
+  steps_.reset();
+}
+
 std::vector<int64_t> translation_model::impl::source_ids(std::string_view text) const {
   const std::vector<int32_t> ids = pieces.encode(text);
   std::vector<int64_t> out(ids.begin(), ids.end());

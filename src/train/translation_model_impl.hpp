@@ -1,6 +1,8 @@
 // What an attn::translation_model holds: its configuration, its subword pieces and the translator.
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "attn/training_curve.hpp"
@@ -20,8 +22,16 @@ struct translation_model::impl {
   training_history history;  // what the run scored as it went (saved as "history")
 
   std::string encode() const;  // the model file's bytes
+  // The decoder's weights packed for stepping (models::translator_steps), built on first use and
+  // kept; a trainer, whose weights move, calls weights_changed() before it translates again.
+  const models::translator_steps& steps() const;
+  void weights_changed();
   // The text's pieces followed by </s> (just </s> for a text without pieces).
   std::vector<int64_t> source_ids(std::string_view text) const;
+
+ private:
+  mutable std::mutex steps_mutex_;
+  mutable std::unique_ptr<const models::translator_steps> steps_;
 };
 
 models::translator_shape translator_shape_of(const translation_config& c);

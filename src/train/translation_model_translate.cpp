@@ -113,7 +113,7 @@ std::vector<std::pair<int64_t, int64_t>> align(const tensor& cross, const std::v
 }
 
 // Beam search for one source (its pieces and </s>, more than </s> alone).
-std::vector<decode::hypothesis> search(const models::translator<float>& net, const std::vector<int64_t>& source,
+std::vector<decode::hypothesis> search(const models::translator_steps& net, const std::vector<int64_t>& source,
                                        const translation_options& options) {
   const int64_t max_tokens = options.max_length > 0 ? options.max_length
                                                     : 2 * static_cast<int64_t>(source.size() - 1) + 10;
@@ -147,7 +147,7 @@ translation translate_text(const translation_model::impl& m, std::string_view te
     out.hypotheses.push_back(empty);
     return out;
   }
-  const std::vector<decode::hypothesis> found = search(m.net, source, options);
+  const std::vector<decode::hypothesis> found = search(m.steps(), source, options);
   for (const decode::hypothesis& h : found) {
     translation_hypothesis t;
     t.text = detokenize(m.pieces, h.tokens);
@@ -179,6 +179,7 @@ std::vector<translation> translate_texts(const translation_model::impl& m, const
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return texts[a].size() > texts[b].size(); });
   std::vector<translation> out(texts.size());
   std::exception_ptr failed;
+  m.steps();  // packed before the threads start
 #pragma omp parallel for schedule(dynamic, 1)
   for (size_t k = 0; k < order.size(); ++k) {
     try {
@@ -197,7 +198,7 @@ translation_attention translation_model::attention(std::string_view text, const 
   const impl& m = *impl_;
   const std::vector<int64_t> source = m.source_ids(text);
   if (source.size() == 1) throw_usage("nothing to translate: the text has no pieces");
-  const decode::hypothesis best = search(m.net, source, {.beam = options.beam, .length_penalty = options.length_penalty,
+  const decode::hypothesis best = search(m.steps(), source, {.beam = options.beam, .length_penalty = options.length_penalty,
                                                          .n_best = 1, .max_length = options.max_length})
                                       .front();
   std::vector<int64_t> target = best.tokens;

@@ -187,6 +187,7 @@ translation_training train_translator(const train_options& o, const train_callba
     train::scored_examples sc = train::score_pairs(model->net, valid_pairs.pairs, o.batch_tokens);
     std::vector<std::string> greedy;
     for (const translation& t : translate_texts(*model, valid_sources, {.beam = 1})) greedy.push_back(t.best().text);
+    model->weights_changed();  // the packed copy is of these weights only: the next step moves them
     sc.accuracy = score_translations(greedy, valid_references).bleu / 100;  // (held in accuracy's place)
     return sc;
   };

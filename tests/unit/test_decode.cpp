@@ -461,3 +461,40 @@ TEST(CausalLmDecoding, RestartsPastTheContextAsBefore) {
 }
 
 }  // namespace
+
+namespace {
+
+// The log-sum of the scores' exponentials (float exponentials, a double sum) against long
+// double, over awkward lengths and with banned tokens; every token banned: −∞.
+TEST(BeamSearch, LogSumExpMatchesLongDoubleOverTheAllowedTokens) {
+  std::mt19937 rng(41);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  for (size_t n : {1u, 2u, 7u, 63u, 65u, 129u, 8000u}) {
+    std::vector<float> scores(n);
+    for (float& s : scores) s = normal(rng);
+    scores[0] = 50.0f;  // a banned token far above the rest must not count
+    const attn::decode::banned_tokens banned{.first = 0, .second = n > 3 ? 3 : -1};
+    long double top = -INFINITY, sum = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (banned.allows(static_cast<int64_t>(i))) top = std::max(top, static_cast<long double>(scores[i]));
+    for (size_t i = 0; i < n; ++i)
+      if (banned.allows(static_cast<int64_t>(i))) sum += std::exp(static_cast<long double>(scores[i]) - top);
+    const double got = attn::decode::log_sum_exp(scores, banned);
+    if (n == 1) {
+      EXPECT_EQ(got, -INFINITY);
+      continue;
+    }
+    EXPECT_NEAR(got, static_cast<double>(top + std::log(sum)), 1e-6) << n;
+  }
+}
+
+TEST(BeamSearch, BestTokensAreTheHighestAllowedScoresTiesToTheLowerId) {
+  const std::vector<float> scores{5, 1, 5, 7, 5, -2, 9};
+  const attn::decode::banned_tokens banned{.first = 6, .second = -1};
+  EXPECT_EQ(attn::decode::best_tokens(scores, banned, 3), (std::vector<int64_t>{3, 0, 2}));
+  EXPECT_EQ(attn::decode::best_tokens(scores, banned, 5), (std::vector<int64_t>{3, 0, 2, 4, 1}));
+  EXPECT_EQ(attn::decode::best_tokens(scores, banned, 10).size(), 6u);
+  EXPECT_TRUE(attn::decode::best_tokens(scores, banned, 0).empty());
+}
+
+}  // namespace

@@ -104,7 +104,8 @@ TEST(translation_model, beam_search_is_exhaustive_search_over_full_recomputation
     std::vector<int64_t> empty;
     visit(empty);
     std::stable_sort(every.begin(), every.end(), [](const scored& a, const scored& b) { return a.score > b.score; });
-    const attn::decode::translation_decoding model(net, source, max_tokens + 1);
+    const attn::models::translator_steps steps(net);
+    const attn::decode::translation_decoding model(steps, source, max_tokens + 1);
     const int64_t start = 2;
     const auto found = attn::decode::beam_search(
         model, {&start, 1},
