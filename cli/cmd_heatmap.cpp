@@ -124,7 +124,7 @@ heatmap_page model_page(const heatmap_args& args, std::optional<int> head, bool 
 
 // A translator's attention while it writes its translation (beam 5): the cross-attention of every
 // layer and head as the heatmap (written target pieces × source pieces), each layer's encoder and
-// decoder self-attention (heads averaged) and the word alignment as tables under it.
+// decoder self-attention (heads averaged) as tables under it, and the word alignment drawn as links.
 heatmap_page translation_page(const heatmap_args& args, std::optional<int> head) {
   const translation_model model = translation_model::load(args.model_path);
   const std::string text = check_picture_length(read_text(args.text), "heatmap");
@@ -169,21 +169,16 @@ heatmap_page translation_page(const heatmap_args& args, std::optional<int> head)
   const translation_config& c = model.config();
   page.notes.push_back(fmt::format("Model: {} (translator, {} encoder and {} decoder layers, {} heads of {} dimensions)",
                                    args.model_path, c.encoder_layers, c.decoder_layers, c.heads, c.width / c.heads));
-  // The alignment as a table of links: target words × source words.
-  const auto words_of = [](const std::string& line) {  // the alignment's words: split at spaces
+  // The alignment drawn as links between the words (split at spaces, as the links count them).
+  const auto words_of = [](const std::string& line) {
     std::vector<std::string> words;
     std::istringstream in(line);
     for (std::string w; in >> w;) words.push_back(w);
     return words;
   };
   const std::vector<std::string> source_words = words_of(text), target_words = words_of(a.text);
-  if (!source_words.empty() && !target_words.empty()) {
-    tensor links_table({static_cast<int64_t>(target_words.size()), static_cast<int64_t>(source_words.size())});
-    for (const auto& [i, j] : a.alignment)
-      if (i < links_table.dim(1) && j < links_table.dim(0)) links_table.at({j, i}) = 1.0f;
-    page.tables.push_back({"Alignment: each target word's strongest source word", links_table, target_words,
-                           source_words, false, true});
-  }
+  if (!source_words.empty() && !target_words.empty())
+    page.alignment = render_alignment_svg(source_words, target_words, a.alignment);
   for (int64_t layer = 0; layer < layers; ++layer) {
     const auto l = static_cast<size_t>(layer);
     if (l < a.encoder.size())

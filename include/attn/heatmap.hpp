@@ -10,8 +10,10 @@
 // The renderers take any list of heads, so a multi-head model gives one panel per head.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attn/embed.hpp"
@@ -53,7 +55,14 @@ struct heatmap_page {
   int initial_layer = -1;  // the layer and head the page opens on (-1: the last layer)
   int initial_head = 0;
   std::string training_curve;  // an <svg> (attn/training_curve.hpp) shown under the views, or ""
+  std::string alignment;       // an <svg> (render_alignment_svg) of a translation's word links, or ""
 };
+
+// A translation's word alignment as an <svg>: the source words along the top, the target words
+// along the bottom, a line for each (source i, target j) link (Moses' `i-j` pairs); links out
+// of range are left out.
+std::string render_alignment_svg(const std::vector<std::string>& source_words, const std::vector<std::string>& target_words,
+                                 const std::vector<std::pair<int64_t, int64_t>>& links);
 
 // Throws a usage error unless there is at least one head and every head is [L, S] with L and S
 // the numbers of labels.

@@ -180,6 +180,11 @@ std::string render_heatmap_html(const heatmap_page& page) {
     out += "<section class=\"view\" id=\"training-curve-section\">\n<h2>Training curve</h2>"
            "<span class=\"toolbar\"></span>\n<p class=\"hint\">What the run that made the model scored as "
            "it went, as the model file records it.</p>\n" + page.training_curve + "</section>\n";
+  if (!page.alignment.empty())
+    out += "<section class=\"view\" id=\"alignment-section\">\n<h2>Word alignment</h2>"
+           "<span class=\"toolbar\"></span>\n<p class=\"hint\">Each target word linked to the source word its "
+           "pieces attended to most, summed over the last decoder layer's cross-attention heads (what "
+           "<code>attn translate --alignment</code> prints as i-j pairs).</p>\n" + page.alignment + "</section>\n";
   if (!page.tables.empty()) {
     out += "<section class=\"steps\">\n<h2>Step by step</h2>\n";
     for (const auto& t : page.tables) out += table_html(t);

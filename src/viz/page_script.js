@@ -225,6 +225,8 @@
 
   var curve = document.getElementById("training-curve-section");
   if (curve) exportButtons(curve.querySelector(".toolbar"), "training-curve");
+  var alignment = document.getElementById("alignment-section");
+  if (alignment) exportButtons(alignment.querySelector(".toolbar"), "alignment");
 
   // ---- the heatmap: a canvas, so 512 tokens draw at once; the same painter writes SVG ----
   var measure = document.createElement("canvas").getContext("2d");
@@ -775,6 +777,7 @@
     var at = "“" + shown(Q[i]) + "” (token " + i + ")";
     if (name === "neuron-view" && nv) return tablesSvg(nv.box, "Neuron view: " + where(state.layer, state.head) + ", query " + at);
     if (name === "training-curve" && curve) return curve.querySelector("svg").cloneNode(true);
+    if (name === "alignment" && alignment) return alignment.querySelector("svg").cloneNode(true);
     if (name === "predictions" && pv)
       return tablesSvg(pv.box, "Predictions layer by layer " + (data.predictions.about === "next" ? "after " : "at ") + at);
     return null;
@@ -837,10 +840,11 @@
       document.body.setAttribute("data-exported", c ? "1" : "failed");
     });
   });
-  // #view=model|heatmap|head|neuron|predictions|curve shows that view alone under the controls
+  // #view=model|heatmap|head|neuron|predictions|curve|alignment shows that view alone under the controls
   // (a clean picture of it; a button brings the others back).
   var sections = {model: "model-view", heatmap: "heatmap-view", head: "head-view-section",
-                  neuron: "neuron-view-section", predictions: "predictions-section", curve: "training-curve-section"};
+                  neuron: "neuron-view-section", predictions: "predictions-section", curve: "training-curve-section",
+                  alignment: "alignment-section"};
   var alone = sections[hash.view] && document.getElementById(sections[hash.view]);
   if (alone) {
     var hidden = [];

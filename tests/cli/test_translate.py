@@ -204,6 +204,10 @@ def test_heatmap_draws_a_translators_cross_attention(model, tmp_path):
     assert r.code == 0, r.err
     html = page.read_text(encoding="utf-8")
     assert "cross layer 0 head 0" in html and "A dog sleeps in the park." in html and "Alignment" in html
+    assert 'class="attn-alignment"' in html and '<line class="link"' in html
+    from pictures import run_chromium  # the drawn alignment exports as the page's other views do
+    proc = run_chromium(f"file://{page}#export=alignment", "--dump-dom", "--virtual-time-budget=20000")
+    assert 'data-exported="1"' in proc.stdout.decode()
     assert "Encoder layer 0 self-attention" in html and "Decoder layer 0 self-attention" in html
     r = run_attn("heatmap", "--model", model, "--head", "1", "-o", svg, "Ein Hund schläft im Park.")
     assert r.code == 0, r.err

@@ -136,3 +136,22 @@ TEST(markup, escapes_and_repairs_text) {
 }
 
 }  // namespace
+
+namespace {
+
+// A translation's links as lines between the two rows of words: one line per link in range
+// (a link past either sentence's words is left out), the words escaped.
+TEST(alignment_svg, a_line_per_link_in_range_and_the_words_escaped) {
+  const std::string svg = attn::render_alignment_svg({"Ein", "Hund", "<bellt>"}, {"A", "dog", "barks", "."},
+                                                     {{0, 0}, {1, 1}, {2, 2}, {2, 3}, {5, 0}, {0, 9}});
+  size_t lines = 0;
+  for (size_t at = svg.find("<line class=\"link\""); at != std::string::npos; at = svg.find("<line class=\"link\"", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 4u);
+  EXPECT_NE(svg.find("&lt;bellt&gt;"), std::string::npos);
+  EXPECT_EQ(svg.find("<bellt>"), std::string::npos);
+  EXPECT_NE(svg.find("<title>2-3: &lt;bellt&gt; → .</title>"), std::string::npos);
+  EXPECT_TRUE(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
+}
+
+}  // namespace
