@@ -75,7 +75,7 @@ std::vector<subcommand> standard_subcommands() {
        "PATH | --learn-embeddings DIM] [--frozen-embeddings] [--min-count N] [--layers N] "
        "[--pool max|mean|mean+max|attention] [--dropout P] [--heads H] [--epochs N] "
        "[--patience N] [--lr X] [--batch N] [--shards N] [--seed S] [--mask P] [--vocab N] "
-       "[--context T] [--max-tokens N] [--time 30m] [--adaptive-softmax CUT,...] [--resume] -o MODEL.safetensors\n"
+       "[--pieces N] [--context T] [--max-tokens N] [--time 30m] [--adaptive-softmax CUT,...] [--resume] -o MODEL.safetensors\n"
        "       attn train --task translate --source FILE --target FILE [--valid-source FILE --valid-target FILE] "
        "[--pieces N] [--max-length N] [--label-smoothing E] [--batch-tokens N] [--time 60m] -o MODEL.safetensors",
        add_train_command},

@@ -59,7 +59,7 @@ void run(const generate_args& args) {
   // No prompt: a new paragraph; "-": the prompt from standard input.
   const std::string prompt = args.prompt.empty() ? std::string() : read_text(args.prompt);
   std::vector<std::string> unknown;
-  for (const std::string& t : tokenize(prompt))
+  for (const std::string& t : model.tokens(prompt))
     if (!model.knows(t)) unknown.push_back(t);
   if (!unknown.empty())
     warn(fmt::format("{} prompt word{} outside the model's vocabulary, read as <unk>: {}", unknown.size(),
@@ -91,7 +91,7 @@ void run(const generate_args& args) {
   // Timings in constant memory: the count, the sum after the first, and the first few
   // hundred tokens' times (enough for every position the report names).
   constexpr int64_t last_position = 1000;
-  const auto context_start = static_cast<int64_t>(tokenize(prompt).size()) + 1;  // the <eos> that starts a text
+  const auto context_start = static_cast<int64_t>(model.tokens(prompt).size()) + 1;  // the <eos> that starts a text
   const auto kept = static_cast<size_t>(std::max<int64_t>(0, last_position - context_start + 5));
   using clock = std::chrono::steady_clock;
   std::vector<double> seconds;  // each token's, from the previous one (the first: the prompt too)

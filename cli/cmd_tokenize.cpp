@@ -26,7 +26,7 @@ struct tokenize_args {
 std::string line_of_tokens(const text_model& model, const std::string& paragraph) {
   const bool eos = kind_of(model.config().task).reads_unknown;
   std::string out;
-  for (const std::string& t : tokenize(paragraph))
+  for (const std::string& t : model.tokens(paragraph))
     out += (out.empty() ? "" : " ") + (model.knows(t) ? t : std::string("<unk>"));
   if (eos) out += out.empty() ? "<eos>" : " <eos>";
   return out + "\n";

@@ -114,6 +114,7 @@ void run(const train_args& args, const train_hooks& hooks, const CLI::App& comma
   // The task's defaults (attn/train.hpp), and on top the options the command line set.
   train_options o = task_defaults(task);
   flags.apply_given(o);
+  settle_piece_embeddings(o, !args.vectors.empty());
   if (o.learn_embeddings > 0 && !args.vectors.empty())
     throw_usage("--vectors and --learn-embeddings exclude each other");
   const gradient_exchange* exchange = hooks.exchange;

@@ -150,6 +150,7 @@ py::object train(const std::optional<std::filesystem::path>& data, const std::st
   const bool lm = kind_of(task).autoregressive;  // the language model: scored by perplexity
   const bool checkpointed = find_train_option("checkpoint")->tasks.has(task);
   check_task_options(o, given, option_spelling::python);
+  settle_piece_embeddings(o, !vectors_arg.is_none());
   // Checkpoints, as the CLI keeps them: beside the output unless named; none without either.
   if (checkpointed && o.checkpoint.empty() && output) o.checkpoint = output->string() + ".checkpoint";
   // The CLI's file-roles check: no output may be an input or another output, by any path.

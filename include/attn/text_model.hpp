@@ -61,6 +61,9 @@ struct text_model_config {
   // lm and masked-word: the adaptive softmax's cuts over the output words (most frequent
   // first; docs/LM.md); empty: the full softmax.
   std::vector<int64_t> output_cutoffs;
+  // lm --pieces: the model reads cased subword pieces (SentencePiece, stored in the model file)
+  // instead of lowercased words; their count. 0: words.
+  int64_t pieces = 0;
 };
 
 // The attention layers a model runs, the range of embed's and heatmap's layer (0 … count − 1):
@@ -258,8 +261,11 @@ class text_model {
   // How much of the text the model reads (see text_window). A text with no known word is a
   // usage error, as for predict.
   text_window window(std::string_view text) const;
-  // Whether the model has an embedding for the token (as attn::tokenize gives it).
+  // Whether the model has an embedding for the token (as tokens() gives it).
   bool knows(std::string_view token) const;
+  // The tokens the model cuts a text into: attn::tokenize's words, or (config().pieces) its
+  // subword pieces.
+  std::vector<std::string> tokens(std::string_view text) const;
   // Accuracy and mean cross-entropy over a data file in the task's format. A masked-word
   // model reads plain text and hides every hide_every-th word (the offset drawn from seed):
   // the share it fills, top-1 and top-5 (train/masked_evaluate.hpp).

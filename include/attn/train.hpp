@@ -117,7 +117,10 @@ struct train_options {
   // translation_trainer.cpp). max_length above: a pair with a side longer (in pieces, </s>
   // included) is skipped and counted, never cut.
   std::string source, target, valid_source, valid_target;
-  int64_t pieces = 8000;          // joint subword pieces learned from both sides (SentencePiece BPE)
+  // Subword pieces learned from the training text (SentencePiece BPE): translate's joint
+  // vocabulary (its default, task_defaults: 8000), or lm's tokens instead of lowercased words
+  // (0: words).
+  int64_t pieces = 0;
   double label_smoothing = 0.1;   // ε of the training loss
   double residual_dropout = 0;    // on each layer's sub-layer outputs before the residual add
   int64_t batch_tokens = 4096;    // each batch's padded source + target tokens at most
@@ -220,6 +223,11 @@ struct train_result {
 // dropout 0.1, lr 0.003, min_count 2; attn/train_option_table.hpp's rows hold them). attn train
 // and attn.train apply the options given on top.
 train_options task_defaults(text_task task);
+
+// lm --pieces: pieces have no pre-trained vectors, so the model learns its embeddings (as wide
+// as --dim, else 256) unless learn_embeddings is set. A usage error when word vectors are given
+// too. attn train and attn.train call it after the options given are applied.
+void settle_piece_embeddings(train_options& o, bool vectors_given);
 
 // The names attn train and attn.train take: "next-word", "classify", "masked-word", "lm"; and a
 // duration, "90s", "30m", "1h" or "1h30m" (a unit after every number, h, m, s each at most once

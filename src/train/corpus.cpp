@@ -6,14 +6,14 @@
 #include "attn/error.hpp"
 #include "attn/text_file.hpp"
 #include "io/read_file.hpp"
-#include "attn/tokenizer.hpp"
 
 namespace attn::train {
 
-std::vector<std::vector<std::string>> split_sequences(const std::string& line, int64_t max_length) {
+std::vector<std::vector<std::string>> split_sequences(const std::string& line, int64_t max_length,
+                                                      const text::text_tokenizer& tokenizer) {
   std::vector<std::vector<std::string>> out;
   if (max_length == 0) {  // the whole line, one paragraph
-    std::vector<std::string> tokens = tokenize(line);
+    std::vector<std::string> tokens = tokenizer.tokens(line);
     if (!tokens.empty()) out.push_back(std::move(tokens));
     return out;
   }
@@ -27,7 +27,7 @@ std::vector<std::vector<std::string>> split_sequences(const std::string& line, i
     }
     sentence.clear();
   };
-  for (std::string& t : tokenize(line)) {
+  for (std::string& t : tokenizer.tokens(line)) {
     const bool end = t == "." || t == "!" || t == "?";
     sentence.push_back(std::move(t));
     if (end) flush();
@@ -36,8 +36,8 @@ std::vector<std::vector<std::string>> split_sequences(const std::string& line, i
   return out;
 }
 
-corpus_reader::corpus_reader(std::string path, int64_t max_length)
-    : path_(std::move(path)), max_length_(max_length), lines_(path_) {}
+corpus_reader::corpus_reader(std::string path, int64_t max_length, text::text_tokenizer tokenizer)
+    : path_(std::move(path)), max_length_(max_length), tokenizer_(std::move(tokenizer)), lines_(path_) {}
 
 bool corpus_reader::read_line() {
   std::string line;
@@ -49,7 +49,7 @@ bool corpus_reader::read_line() {
     // Found while reading (the survey reads the whole file before training starts), so a run
     // never trains for an hour and then fails to save words that are not UTF-8.
     check_utf8(line, path_, line_known_ ? line_ : 0, line_offset_);
-    pending_ = split_sequences(line, max_length_);
+    pending_ = split_sequences(line, max_length_, tokenizer_);
     taken_ = 0;
     if (!pending_.empty()) return true;
   }

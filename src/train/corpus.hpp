@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/text_lines.hpp"
+#include "text/text_tokenizer.hpp"
 
 namespace attn::train {
 
@@ -19,12 +20,14 @@ struct corpus_position {
   int64_t sequence = 0;  // the next sequence's index in the whole corpus (0-based)
 };
 
-// The sequences of one line of text.
-std::vector<std::vector<std::string>> split_sequences(const std::string& line, int64_t max_length);
+// The sequences of one line of text, cut into tokens by the tokenizer (words by default).
+std::vector<std::vector<std::string>> split_sequences(const std::string& line, int64_t max_length,
+                                                      const text::text_tokenizer& tokenizer = {});
 
 class corpus_reader {
  public:
-  corpus_reader(std::string path, int64_t max_length);  // an input error when it cannot be read
+  // An input error when it cannot be read.
+  corpus_reader(std::string path, int64_t max_length, text::text_tokenizer tokenizer = {});
   // The next sequence (its index is position().sequence before the call); false at the end.
   bool next(std::vector<std::string>& tokens);
   corpus_position position() const;
@@ -37,6 +40,7 @@ class corpus_reader {
 
   std::string path_;
   int64_t max_length_;
+  text::text_tokenizer tokenizer_;
   io::text_lines lines_;  // plain, .xz or .gz
   std::vector<std::vector<std::string>> pending_;  // the current line's sequences
   size_t taken_ = 0;                               // of pending_, already returned

@@ -33,7 +33,7 @@ class corpus_batches final : public batch_source {
   corpus_batches(const train_options& o, const survey& s, bool validating, const word_index& inputs,
                  const word_index& outputs, const masking& m)
       : o_(o), validating_(validating), inputs_(inputs), outputs_(outputs), masking_(m),
-        part_steps_(chunk_steps(o, s, validating)), reader_(open_corpus(o)), sequences_(s.sequences),
+        part_steps_(chunk_steps(o, s, validating)), reader_(open_corpus(o, s.tokenizer)), sequences_(s.sequences),
         corpus_bytes_(s.bytes) {}
 
   const std::vector<int64_t>& part_steps() const override { return part_steps_; }

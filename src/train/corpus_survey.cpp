@@ -9,11 +9,14 @@ bool held_out(int64_t sequence, bool validating) {
   return validating && sequence % valid_every == 0 && sequence / valid_every < max_valid;
 }
 
-corpus_reader open_corpus(const train_options& o) { return {o.data, is_lm(o) ? 0 : o.max_length}; }
+corpus_reader open_corpus(const train_options& o, const text::text_tokenizer& tokenizer) {
+  return {o.data, is_lm(o) ? 0 : o.max_length, tokenizer};
+}
 
-survey survey_corpus(const train_options& o) {
+survey survey_corpus(const train_options& o, text::text_tokenizer tokenizer) {
   survey s;
-  corpus_reader reader = open_corpus(o);
+  s.tokenizer = std::move(tokenizer);
+  corpus_reader reader = open_corpus(o, s.tokenizer);
   std::vector<std::string> tokens;
   while (true) {
     const int64_t i = reader.position().sequence;

@@ -23,7 +23,7 @@ inline bool is_lm(const train_options& o) { return kind_of(o.task).autoregressiv
 bool held_out(int64_t sequence, bool validating);
 
 // masked-word reads sentences cut at max_length; lm reads whole paragraphs.
-corpus_reader open_corpus(const train_options& o);
+corpus_reader open_corpus(const train_options& o, const text::text_tokenizer& tokenizer);
 
 struct survey {
   std::unordered_map<std::string, int64_t> counts;  // training sequences' words
@@ -31,10 +31,11 @@ struct survey {
   std::vector<int64_t> lengths;                     // every sequence's tokens
   int64_t sequences = 0, train_sequences = 0;
   int64_t bytes = 0;  // of text (decompressed, for .xz and .gz)
+  text::text_tokenizer tokenizer;  // how the text was cut into tokens (words, or --pieces)
 };
 
 // Too little text to spare some (fewer than valid_min_lines sequences): everything trains.
-survey survey_corpus(const train_options& o);
+survey survey_corpus(const train_options& o, text::text_tokenizer tokenizer = {});
 
 // The optimiser steps of each chunk of an epoch: a chunk is the next chunk_sequences training
 // sequences; masked-word batches sequences, lm batches the windows of the chunk's stream.

@@ -26,6 +26,7 @@
 
 #include "attn/error.hpp"
 #include "train/corpus_batches.hpp"
+#include "train/corpus_pieces.hpp"
 #include "train/corpus_survey.hpp"
 #include "train/loop.hpp"
 #include "train/masking.hpp"
@@ -84,7 +85,8 @@ void check_corpus_options(const train_options& o) {
 train_result train_from_corpus(const train_options& o, const train_callbacks& cb) {
   check_corpus_options(o);
   const bool lm = is_lm(o);
-  survey s = survey_corpus(o);
+  // lm --pieces: the pieces first, then everything reads them where it would read words.
+  survey s = survey_corpus(o, lm && o.pieces > 0 ? learn_corpus_pieces(o) : text::text_tokenizer{});
   if (s.sequences == 0) throw_input(o.data, "no text (every line is blank)");
   const bool validating = !s.valid.empty();
   train_result result;
@@ -94,6 +96,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
                                       lm ? "paragraphs" : "sequences", o.data, valid_every);
 
   text_model_config c = model_config(o);
+  if (const text::subword_pieces* pieces = s.tokenizer.pieces()) c.pieces = pieces->size();
   c.pool = pooling::mean;   // not used: each predicting token's own vector is picked
   c.hidden = c.embed_dim;   // the tied output compares with embedding rows
   if (lm) {
@@ -153,6 +156,7 @@ train_result train_from_corpus(const train_options& o, const train_callbacks& cb
     if (const int64_t row = vocab.inputs.find(stop); row >= 0) m.stop_ids.push_back(row);
 
   auto model = std::make_unique<text_model::impl>(c, std::move(vocab.inputs), std::move(vocab.outputs));
+  model->tokenizer = s.tokenizer;
   models::network<float>& net = model->net;
   net.set_output_bf16(o.dtype == train_dtype::bf16);  // training only: the model reads in float32
   {

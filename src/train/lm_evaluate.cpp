@@ -15,7 +15,7 @@ evaluation evaluate_lm(const text_model::impl& m, const std::string& path) {
   // windows of 512 would be 1 GB).
   const int64_t windows_at_once =
       std::clamp<int64_t>(static_cast<int64_t>(max_scoring_logits) / std::max<int64_t>(context * m.net.shape().classes, 1), 1, 32);
-  corpus_reader reader(path, 0);
+  corpus_reader reader(path, 0, m.tokenizer);
   std::vector<std::string> paragraph;
   std::vector<int64_t> stream{m.inputs.find(end_token)};
   score_tally tally;

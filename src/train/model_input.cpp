@@ -35,7 +35,7 @@ std::vector<std::string> tokenize_with_masks(std::string_view text) {
 // starts a text, the last max_positions of them; the row is the last token's.
 model_input read_lm_input(const text_model::impl& m, std::string_view text) {
   model_input in;
-  const std::vector<std::string> tokens = tokenize(text);
+  const std::vector<std::string> tokens = m.tokenizer.tokens(text);
   std::vector<int64_t> ids{m.inputs.find(end_token)};
   in.tokens.push_back(end_token);
   for (const std::string& t : tokens) {

@@ -13,6 +13,7 @@
 #include "attn/tokenizer.hpp"
 #include "attn/translation_model.hpp"
 #include "attn/vectors.hpp"
+#include "io/base64.hpp"
 #include "io/json_fields.hpp"
 #include "io/read_file.hpp"
 #include "io/replace_file.hpp"
@@ -94,6 +95,7 @@ std::string text_model::impl::encode() const {
                           {"window", c.window},
                           {"dropout", c.dropout}};
   if (!c.output_cutoffs.empty()) shape["adaptive_cutoffs"] = c.output_cutoffs;  // absent: full softmax
+  if (c.pieces > 0) shape["pieces"] = c.pieces;  // absent: words
   file.metadata["format"] = model_format;
   file.metadata["config"] = shape.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   file.metadata["outputs"] = nlohmann::json(m.outputs.words()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -104,6 +106,8 @@ std::string text_model::impl::encode() const {
     file.metadata["input_words"] = nlohmann::json(std::vector<std::string>(words.begin(), table_end)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (c.new_words > 0)
     file.metadata["new_words"] = nlohmann::json(std::vector<std::string>(table_end, words.end())).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (const text::subword_pieces* pieces = m.tokenizer.pieces())
+    file.metadata["pieces"] = io::base64_encode(pieces->serialized());  // one file is one model
   if (!m.training.empty()) file.metadata["training"] = m.training;
   if (!m.history.empty()) file.metadata["history"] = train::history_json(m.history);
   return encode_safetensors(file);
@@ -178,6 +182,9 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
         c.output_cutoffs.push_back(v.get<int64_t>());
       }
     }
+    c.pieces = integer_or("pieces", 0);
+    if (c.pieces != 0 && !kind_of(c.task).autoregressive)
+      f.fail("pieces", fmt::format("is set on a {} model (lm only)", task_name(c.task)));
     const io::json_fields lists(source, "model metadata");
     outputs = lists.texts(lists.parse(meta("outputs"), "outputs"), "outputs");
     if (c.embeddings == embedding_source::stored)
@@ -266,7 +273,18 @@ text_model text_model::decode(const std::string& bytes, const std::string& sourc
       if (in.find(w) < 0)
         throw_input(source, fmt::format("bad model metadata: output word '{}' has no embedding row", w));
   }
+  // lm --pieces: the piece table, checked as a translator's is.
+  text::text_tokenizer tokenizer;
+  if (c.pieces > 0) {
+    const std::optional<std::string> piece_bytes = io::base64_decode(meta("pieces"));
+    if (!piece_bytes) throw_input(source, "the piece table (metadata 'pieces') is not base64");
+    auto pieces = std::make_shared<const text::subword_pieces>(*piece_bytes, source);
+    if (pieces->size() != c.pieces)
+      throw_input(source, fmt::format("the piece table holds {} pieces, but the config says {}", pieces->size(), c.pieces));
+    tokenizer = text::text_tokenizer(std::move(pieces));
+  }
   auto m = std::make_unique<impl>(c, std::move(in), std::move(out));
+  m->tokenizer = std::move(tokenizer);
   for (nn::parameter<float>* p : m->net.parameters()) {
     if (p == &m->net.trunk().embedding && defaults) {
       for (int64_t i = 0; i < defaults->size(); ++i) {

@@ -171,4 +171,6 @@ bool text_model::knows(std::string_view token) const {
   return impl_->inputs.find(std::string(token)) >= 0;
 }
 
+std::vector<std::string> text_model::tokens(std::string_view text) const { return impl_->tokenizer.tokens(text); }
+
 }  // namespace attn

@@ -52,7 +52,7 @@ generation text_model::generate(std::string_view prompt, const generation_option
   const int64_t end = words.find(train::end_token), unknown = words.find(train::unknown_token);
   generation g;
   std::vector<int64_t> history{end};  // a text starts as if a paragraph had just ended
-  for (const std::string& t : tokenize(prompt)) {
+  for (const std::string& t : m.tokenizer.tokens(prompt)) {
     const int64_t id = words.find(t);
     if (id < 0) g.unknown.push_back(t);
     g.prompt.push_back(id < 0 ? train::unknown_token : t);
@@ -61,7 +61,7 @@ generation text_model::generate(std::string_view prompt, const generation_option
   const decode::causal_lm_decoding model(m.net);
   const decode::banned_tokens banned{unknown, o.ignore_eos ? end : -1};
   // Each token as readable text: the continuation carries on the prompt's sentence.
-  detokenizer text;
+  text::text_tokenizer::writer text = m.tokenizer.text_writer();
   for (const std::string& t : g.prompt) text.next(t);
   if (o.beam > 0) {
     decode::beam_options b;
@@ -74,7 +74,7 @@ generation text_model::generate(std::string_view prompt, const generation_option
     const std::vector<decode::hypothesis> found = decode::beam_search(model, history, b);
     for (const decode::hypothesis& h : found) {
       generated_text t;
-      detokenizer continuation = text;
+      text::text_tokenizer::writer continuation = text;
       for (const int64_t id : h.tokens) {
         t.tokens.push_back(words.words()[static_cast<size_t>(id)]);
         t.text += continuation.next(t.tokens.back());
@@ -88,7 +88,7 @@ generation text_model::generate(std::string_view prompt, const generation_option
     g.made = static_cast<int64_t>(best.tokens.size());
     g.ended = best.ended;
     if (on_text) {
-      detokenizer continuation = text;
+      text::text_tokenizer::writer continuation = text;
       for (const std::string& token : best.tokens) on_text(continuation.next(token));
     } else {
       g.tokens = best.tokens;

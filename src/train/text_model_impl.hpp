@@ -7,6 +7,7 @@
 #include "attn/text_model.hpp"
 #include "attn/training_curve.hpp"
 #include "models/network.hpp"
+#include "text/text_tokenizer.hpp"
 #include "train/dataset.hpp"
 
 namespace attn {
@@ -17,6 +18,7 @@ struct text_model::impl {
   text_model_config config;
   train::word_index inputs;   // a word → its embedding row
   train::word_index outputs;  // the output words or labels, in class order
+  text::text_tokenizer tokenizer;  // words, or (lm --pieces) the pieces the model file holds
   models::network<float> net;
   std::string training;       // JSON: how it was trained (saved as metadata, for the record)
   training_history history;   // what the run scored as it went (saved as "history")

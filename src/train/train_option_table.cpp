@@ -39,7 +39,7 @@ constexpr double lm_lr = 0.003;  // 800k Wikipedia tokens: held-out perplexity 4
 // A translator of the tutorials' size for ~30k pairs (Multi30k: docs/TRANSLATE.md): 3 + 3 layers at
 // width 256, feed-forward 1024, dropout 0.1; pairs up to 128 pieces a side.
 constexpr double translate_width = 256, translate_layers = 3, translate_feedforward = 1024,
-                 translate_dropout = 0.1, translate_max_length = 128;
+                 translate_dropout = 0.1, translate_max_length = 128, translate_pieces = 8000;
 
 std::vector<train_option> make_table() {
   using o = train_options;
@@ -172,9 +172,9 @@ std::vector<train_option> make_table() {
        "pairs, at most 1000, held out"},
       {"valid_target", "--valid-target", kind::path, &o::valid_target, translate, any, {},
        "Held-out target sentences"},
-      {"pieces", "--pieces", kind::integer, &o::pieces, translate, positive, {},
-       "Joint subword pieces (SentencePiece BPE) learned from both sides of the training pairs, stored in the "
-       "model file (default 8000)"},
+      {"pieces", "--pieces", kind::integer, &o::pieces, task_set(translate) | lm, positive, {{translate, translate_pieces}},
+       "Subword pieces (SentencePiece BPE) learned from the training text, cased, stored in the model file "
+       "(translate: joint, from both sides of the pairs, default 8000; lm: instead of lowercased words, off by default)"},
       {"label_smoothing", "--label-smoothing", kind::number, &o::label_smoothing, translate, between(0, 0.99), {},
        "Label smoothing of the training loss (default 0.1)"},
       {"residual_dropout", "--residual-dropout", kind::number, &o::residual_dropout, translate, between(0, 0.95), {},

@@ -114,7 +114,13 @@ vocabulary masked_word_vocabulary(const train_options& o, const survey& s) {
 // rows for the others and the two tokens (new_words).
 vocabulary lm_vocabulary(const train_options& o, const survey& s) {
   std::vector<std::string> words;
+  const bool pieces = s.tokenizer.pieces() != nullptr;  // every piece the text uses: --vocab and
+                                                        // --min-count are for words
   for (const auto& [w, n] : words_by_count(s.counts)) {
+    if (pieces) {
+      words.push_back(w);
+      continue;
+    }
     // by_count is most frequent first: the rest are rarer still
     if (static_cast<int64_t>(words.size()) >= o.vocab || n < std::max<int64_t>(o.min_count, 1)) break;
     words.push_back(w);
