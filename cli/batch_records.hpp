@@ -45,11 +45,12 @@ class unknown_tokens {
         collect_(std::move(collect)) {}
 
   // Fills unknown; returns whether any token of the line is known (else: an empty record).
-  bool any_known(const std::string& text, int64_t line,
+  // tokens: the line as the vectors or the model read it (attn::tokenize's words, or a model's
+  // pieces: text_model::tokens).
+  bool any_known(const std::vector<std::string>& tokens, int64_t line,
                  const std::function<bool(const std::string&)>& known,
                  std::vector<std::string>& unknown) {
     bool any = false;
-    const std::vector<std::string> tokens = tokenize(text);
     if (tokens.empty())  // blank: a record all the same
       note(fmt::format("{}: line {}: blank line (an empty record)", source_, line));
     for (const std::string& token : tokens) {

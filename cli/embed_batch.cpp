@@ -164,7 +164,7 @@ void run_embed_batch(const std::string& input, const std::string& output, const 
       {header(format, dim, sentence), terms,
        options.strict, [&](const std::string& text, int64_t line, unknown_tokens& unknown) {
         embedding e;
-        if (unknown.any_known(text, line, known, e.unknown))
+        if (unknown.any_known(tokenize(text), line, known, e.unknown))
           e = embed(text, vocab, options);
         else
           e.steps.scale = options.scale.resolve(vocab.dim());
@@ -194,7 +194,7 @@ void run_model_embed_batch(const std::string& input, const std::string& output,
       {header(format, dim, sentence), terms, strict,
        [&](const std::string& text, int64_t line, unknown_tokens& unknown) {
         contextual_embedding e;
-        if (unknown.any_known(text, line, known, e.unknown)) e = model.embed(text, how.reading, how.layer);
+        if (unknown.any_known(model.tokens(text), line, known, e.unknown)) e = model.embed(text, how.reading, how.layer);
         if (sentence.pool)
           return sentence_record(format, sentence, e.tokens, e.unknown, e.embeddings, dim, text, line,
                                  [&](nlohmann::json& j) {

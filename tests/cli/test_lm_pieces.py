@@ -125,3 +125,14 @@ def test_a_damaged_piece_table_is_one_input_error(model, tmp_path):
         for command in (["generate", "--model", bad, "Then"], ["tokenize", "--model", bad, "Then"]):
             r = run_attn(*command)
             assert r.code == 2 and phrase in one_error_line(r) and "bad.safetensors" in one_error_line(r), r.err
+
+
+def test_embed_batch_reads_the_pieces(model, tmp_path):
+    # Each line as the model reads it: read as words, its words would be "not known" to the model.
+    lines = tmp_path / "lines.txt"
+    lines.write_text("Then the cat sat.\nthe dog ran.\n")
+    r = run_attn("embed", "--model", model[0], "--batch", lines, "--format", "json")
+    assert r.code == 0 and "not known" not in r.err and "empty record" not in r.err, r.err
+    records = [json.loads(l) for l in r.out.splitlines()]
+    assert len(records) == 2 and all(len(j["embeddings"]) > 1 for j in records), r.out[:300]
+    assert records[0]["tokens"][0].startswith("\u2581Then") or records[0]["tokens"][0] == "<eos>", records[0]["tokens"]
