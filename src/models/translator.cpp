@@ -162,11 +162,12 @@ void translator<T>::backward(const translation_batch& b, const translator_cache<
   const int64_t sources = b.size * b.source_length, targets = b.size * b.target_length;
   const auto r = static_cast<int64_t>(c.rows.size());
   // logits = scored·embeddingᵀ
-  nn::scratch<T> dlogits = nn::scratch_zeros<T>(r * v), dscored = nn::scratch_zeros<T>(r * e);
+  // (both written whole, not added into: no zeros first; dlogits alone is R × V floats)
+  nn::scratch<T> dlogits(static_cast<size_t>(r * v)), dscored(static_cast<size_t>(r * e));
   nn::smoothed_cross_entropy_backward(c.logits.data(), c.targets.data(), c.row_lse.data(), dlogits.data(), r, v,
                                       shape_.label_smoothing);
-  nn::linear_backward(dlogits.data(), c.scored.data(), embedding.value.data(), dscored.data(), embedding.grad.data(),
-                      static_cast<T*>(nullptr), r, e, v);
+  nn::linear_backward_writing_dx(dlogits.data(), c.scored.data(), embedding.value.data(), dscored.data(),
+                                 embedding.grad.data(), static_cast<T*>(nullptr), r, e, v);
   std::vector<T> dy(static_cast<size_t>(targets * e), T(0));
   for (int64_t k = 0; k < r; ++k)
     for (int64_t j = 0; j < e; ++j) dy[static_cast<size_t>(c.rows[static_cast<size_t>(k)] * e + j)] += dscored.data()[k * e + j];

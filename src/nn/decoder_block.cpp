@@ -119,17 +119,16 @@ void decoder_block_backward(const T* dy, const T* x, const T* memory, const std:
   // y = sum2 + feed-forward(LN₃(sum2)): sum2 gets dy directly and through LN₃
   // A sub-layer's output gradient: through its dropout mask (the residual's is not).
   const auto through = [&](const std::vector<T>& mask, const T* d) {
-    scratch<T> out = scratch_copy(d, n * e);
-    if (!mask.empty()) dropout_apply(mask.data(), out.data(), n * e);
-    return out;
+    return mask.empty() ? scratch_copy(d, n * e) : dropout_copy(mask.data(), d, n * e);
   };
-  scratch<T> dact = scratch_zeros<T>(n * f), dpre = scratch_zeros<T>(n * f), dnormed = scratch_zeros<T>(n * e);
+  // The feed-forward's gradients are written, not added: its scratch needs no zeros
+  scratch<T> dact(static_cast<std::size_t>(n * f)), dnormed(static_cast<std::size_t>(n * e));
   const scratch<T> dff = through(c.drop3, dy);
-  linear_backward(dff.data(), c.act.data(), w.linear2_weight.value.data(), dact.data(), w.linear2_weight.grad.data(),
-                  w.linear2_bias.grad.data(), n, f, e);
-  relu_backward(dact.data(), c.pre.data(), dpre.data(), n * f);
-  linear_backward(dpre.data(), c.normed3.data(), w.linear1_weight.value.data(), dnormed.data(),
-                  w.linear1_weight.grad.data(), w.linear1_bias.grad.data(), n, e, f);
+  linear_backward_writing_dx(dff.data(), c.act.data(), w.linear2_weight.value.data(), dact.data(),
+                             w.linear2_weight.grad.data(), w.linear2_bias.grad.data(), n, f, e);
+  relu_backward_in_place(dact.data(), c.pre.data(), n * f);  // now the gradient of pre
+  linear_backward_writing_dx(dact.data(), c.normed3.data(), w.linear1_weight.value.data(), dnormed.data(),
+                             w.linear1_weight.grad.data(), w.linear1_bias.grad.data(), n, e, f);
   scratch<T> dsum2 = scratch_copy(dy, n * e);
   layer_norm_backward(dnormed.data(), c.sum2.data(), w.norm3_weight.value.data(), c.mean3.data(), c.rstd3.data(),
                       dsum2.data(), w.norm3_weight.grad.data(), w.norm3_bias.grad.data(), n, e);

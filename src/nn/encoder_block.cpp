@@ -67,22 +67,23 @@ void pre_norm_backward(const T* dy, const T* x, const encoder_block_weights<T>& 
   const int64_t n = s.attention.batch * s.attention.length, e = s.attention.width;
   const int64_t f = s.feedforward;
   // y = sum1 + act·W₂ᵀ + b₂: sum1 gets dy directly and through LN₂ and the feed-forward part
-  scratch<T> dact = scratch_zeros<T>(n * f), dpre = scratch_zeros<T>(n * f);
-  scratch<T> dff = scratch_copy(dy, n * e);  // the feed-forward's output: through its dropout mask
-  if (!c.drop2.empty()) dropout_apply(c.drop2.data(), dff.data(), n * e);
-  linear_backward(dff.data(), c.act.data(), w.linear2_weight, dact.data(), g.dlinear2_weight,
-                  g.dlinear2_bias, n, f, e);
-  relu_backward(dact.data(), c.pre.data(), dpre.data(), n * f);
-  scratch<T> dh = scratch_zeros<T>(n * e);
-  linear_backward(dpre.data(), c.h.data(), w.linear1_weight, dh.data(), g.dlinear1_weight,
-                  g.dlinear1_bias, n, e, f);
+  // (the feed-forward's gradients are written, not added: its scratch needs no zeros)
+  scratch<T> dact(static_cast<size_t>(n * f)), dh(static_cast<size_t>(n * e));
+  // the feed-forward's output: through its dropout mask
+  const scratch<T> dff = c.drop2.empty() ? scratch_copy(dy, n * e) : dropout_copy(c.drop2.data(), dy, n * e);
+  linear_backward_writing_dx(dff.data(), c.act.data(), w.linear2_weight, dact.data(), g.dlinear2_weight,
+                             g.dlinear2_bias, n, f, e);
+  relu_backward_in_place(dact.data(), c.pre.data(), n * f);  // now the gradient of pre
+  linear_backward_writing_dx(dact.data(), c.h.data(), w.linear1_weight, dh.data(), g.dlinear1_weight,
+                             g.dlinear1_bias, n, e, f);
   scratch<T> dsum1 = scratch_copy(dy, n * e);
   layer_norm_backward(dh.data(), c.sum1.data(), w.norm2_weight, c.mean2.data(), c.rstd2.data(),
                       dsum1.data(), g.dnorm2_weight, g.dnorm2_bias, n, e);
   // sum1 = x + attention(normed): x gets dsum1 directly and through LN₁ and the attention
   scratch<T> dnormed = scratch_zeros<T>(n * e);
-  scratch<T> dattended = scratch_copy(dsum1.data(), n * e);  // the attention's output: through its mask
-  if (!c.drop1.empty()) dropout_apply(c.drop1.data(), dattended.data(), n * e);
+  // the attention's output: through its mask
+  const scratch<T> dattended =
+      c.drop1.empty() ? scratch_copy(dsum1.data(), n * e) : dropout_copy(c.drop1.data(), dsum1.data(), n * e);
   self_attention_backward(dattended.data(), c.normed.data(), w.attention, c.attention, dnormed.data(),
                           g.attention, s.attention, mask);
   if (dx == nullptr) {  // the weights' gradients still need LN₁'s

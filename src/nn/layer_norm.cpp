@@ -11,7 +11,26 @@ namespace attn::nn {
 
 namespace {
 constexpr double eps = 1e-5;  // nn.LayerNorm's default
+
+// Σ f(j) over j < e in double, in `lanes` running sums (lane j % lanes) added in order at the end:
+// the order of every addition is fixed, so the bits are the same on any instruction set, and the
+// compiler can keep the lanes in vector registers rather than wait on one long chain of adds
+// (a row of 256 was 256 dependent additions).
+constexpr int64_t lanes = 8;
+
+template <class F>
+double lane_sum(int64_t e, const F& f) {
+  double part[lanes] = {0, 0, 0, 0, 0, 0, 0, 0};
+  const int64_t whole = e / lanes * lanes;
+  for (int64_t j = 0; j < whole; j += lanes)
+    for (int64_t l = 0; l < lanes; ++l) part[l] += f(j + l);
+  for (int64_t j = whole; j < e; ++j) part[j - whole] += f(j);
+  double sum = 0;
+  for (int64_t l = 0; l < lanes; ++l) sum += part[l];
+  return sum;
 }
+
+}  // namespace
 
 template <class T>
 void layer_norm_forward(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd,
@@ -19,14 +38,12 @@ void layer_norm_forward(const T* x, const T* gamma, const T* beta, T* y, T* mean
 #pragma omp parallel for schedule(static) if (worth_threads_elementwise(n * e))
   for (int64_t r = 0; r < n; ++r) {
     const T* row = x + r * e;
-    // Mean and variance in double: a row of E floats, summed once.
-    double sum = 0, squares = 0;
-    for (int64_t j = 0; j < e; ++j) sum += static_cast<double>(row[j]);
-    const double mu = sum / static_cast<double>(e);
-    for (int64_t j = 0; j < e; ++j) {
+    // Mean and variance in double.
+    const double mu = lane_sum(e, [&](int64_t j) { return static_cast<double>(row[j]); }) / static_cast<double>(e);
+    const double squares = lane_sum(e, [&](int64_t j) {
       const double c = static_cast<double>(row[j]) - mu;
-      squares += c * c;
-    }
+      return c * c;
+    });
     const double inv = 1.0 / std::sqrt(squares / static_cast<double>(e) + eps);
     mean[r] = static_cast<T>(mu);
     rstd[r] = static_cast<T>(inv);
@@ -52,13 +69,12 @@ void layer_norm_backward(const T* dy, const T* x, const T* gamma, const T* mean,
       const T* row = x + r * e;
       const T* g = dy + r * e;
       // With x̂ = (x − μ)·rstd and dx̂ = dy·γ: dx = rstd·(dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂)).
-      double sum_dxhat = 0, sum_dxhat_xhat = 0;
+      const auto xhat_at = [&](int64_t j) { return (static_cast<double>(row[j]) - mean[r]) * rstd[r]; };
+      const auto dxhat_at = [&](int64_t j) { return static_cast<double>(g[j]) * gamma[j]; };
+      const double sum_dxhat = lane_sum(e, dxhat_at);
+      const double sum_dxhat_xhat = lane_sum(e, [&](int64_t j) { return dxhat_at(j) * xhat_at(j); });
       for (int64_t j = 0; j < e; ++j) {
-        const double xhat = (static_cast<double>(row[j]) - mean[r]) * rstd[r];
-        const double dxhat = static_cast<double>(g[j]) * gamma[j];
-        sum_dxhat += dxhat;
-        sum_dxhat_xhat += dxhat * xhat;
-        pg[j] += static_cast<double>(g[j]) * xhat;  // y = x̂·γ + β
+        pg[j] += static_cast<double>(g[j]) * xhat_at(j);  // y = x̂·γ + β
         pb[j] += static_cast<double>(g[j]);
       }
       const double inv_e = 1.0 / static_cast<double>(e);

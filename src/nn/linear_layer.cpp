@@ -15,10 +15,13 @@ void linear_forward(const T* x, const T* w, const T* b, T* y, int64_t n, int64_t
   gemm<T>(false, true, n, out, in, x, w, T(0), y, b, bf16);  // y = x·wᵀ (+ b)
 }
 
+namespace {
+
+// dx = dy·w + dx_beta·dx, dw += dyᵀ·x, db += Σ_rows dy
 template <class T>
-void linear_backward(const T* dy, const T* x, const T* w, T* dx, T* dw, T* db, int64_t n,
-                     int64_t in, int64_t out, bool bf16) {
-  if (dx != nullptr) gemm<T>(false, false, n, in, out, dy, w, T(1), dx, nullptr, bf16);  // y = x·wᵀ → dx = dy·w
+void linear_gradients(const T* dy, const T* x, const T* w, T* dx, T dx_beta, T* dw, T* db, int64_t n, int64_t in,
+                      int64_t out, bool bf16) {
+  if (dx != nullptr) gemm<T>(false, false, n, in, out, dy, w, dx_beta, dx, nullptr, bf16);  // y = x·wᵀ → dx = dy·w
   if (dw != nullptr) gemm<T>(true, false, out, in, n, dy, x, T(1), dw, nullptr, bf16);  // → dw = dyᵀ·x
   if (db == nullptr) return;  // y = … + b → db = Σ dy
   // The rows in up to 32 runs shared by the threads, each run summed on its own and the runs
@@ -33,6 +36,21 @@ void linear_backward(const T* dy, const T* x, const T* w, T* dx, T* dw, T* db, i
   }
   for (int64_t k = 0; k < runs; ++k)
     for (int64_t o = 0; o < out; ++o) db[o] += partial[static_cast<size_t>(k * out + o)];
+}
+
+}  // namespace
+
+template <class T>
+void linear_backward(const T* dy, const T* x, const T* w, T* dx, T* dw, T* db, int64_t n,
+                     int64_t in, int64_t out, bool bf16) {
+  linear_gradients(dy, x, w, dx, T(1), dw, db, n, in, out, bf16);
+}
+
+template <class T>
+void linear_backward_writing_dx(const T* dy, const T* x, const T* w, T* dx, T* dw, T* db, int64_t n,
+                                int64_t in, int64_t out, bool bf16) {
+  // beta 0: the sums are stored, C never read (kernels::gemm), the bits those of 0 + dy·w
+  linear_gradients(dy, x, w, dx, T(0), dw, db, n, in, out, bf16);
 }
 
 template <class T>
@@ -54,12 +72,21 @@ void relu_backward(const T* dy, const T* x, T* dx, int64_t n) {
   }
 }
 
+template <class T>
+void relu_backward_in_place(T* d, const T* x, int64_t n) {
+#pragma omp parallel for schedule(static) if (worth_threads_elementwise(n))
+  for (int64_t i = 0; i < n; ++i) d[i] = x[i] > T(0) ? d[i] : T(0);  // a select: a NaN where x ≤ 0 stays out, as in relu_backward
+}
+
 #define ATTN_INSTANTIATE(T)                                                                  \
   template void linear_forward<T>(const T*, const T*, const T*, T*, int64_t, int64_t,       \
                                   int64_t, bool);                                           \
   template void linear_backward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t,       \
                                    int64_t, int64_t, bool);                                 \
+  template void linear_backward_writing_dx<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, \
+                                              int64_t, int64_t, bool);                      \
   template void relu_forward<T>(const T*, T*, int64_t);                                     \
+  template void relu_backward_in_place<T>(T*, const T*, int64_t);                                     \
   template void relu_backward<T>(const T*, const T*, T*, int64_t);
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)

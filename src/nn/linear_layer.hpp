@@ -20,12 +20,22 @@ template <class T>
 void linear_backward(const T* dy, const T* x, const T* w, T* dx, T* dw, T* db, int64_t n,
                      int64_t in, int64_t out, bool bf16 = false);
 
+// As linear_backward, except that dx is written (dx = dy·w), not added into: a buffer made for
+// it needs no zeros first, and the product never reads it. dx must not be null.
+template <class T>
+void linear_backward_writing_dx(const T* dy, const T* x, const T* w, T* dx, T* dw, T* db, int64_t n,
+                                int64_t in, int64_t out, bool bf16 = false);
+
 // y = max(x, 0), elementwise over n values
 template <class T>
 void relu_forward(const T* x, T* y, int64_t n);
 // dx += dy where the forward's input was positive (PyTorch's choice at exactly 0: no gradient)
 template <class T>
 void relu_backward(const T* dy, const T* x, T* dx, int64_t n);
+// d *= [x > 0] in place: relu's backward where d is the output's gradient and nothing else adds
+// into the input's (a feed-forward's hidden layer), without a second array
+template <class T>
+void relu_backward_in_place(T* d, const T* x, int64_t n);
 
 }  // namespace attn::nn
 

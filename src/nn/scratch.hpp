@@ -54,6 +54,17 @@ scratch<T> scratch_copy(const T* src, int64_t n) {
   return v;
 }
 
+// src[i]·mask[i] for i < n, written by the threads: a gradient through a dropout mask in one pass
+// (the bits of a copy followed by dropout_apply).
+template <class T>
+scratch<T> dropout_copy(const T* mask, const T* src, int64_t n) {
+  scratch<T> v(static_cast<size_t>(n));
+  T* p = v.data();
+#pragma omp parallel for schedule(static) if (worth_threads_elementwise(n))
+  for (int64_t i = 0; i < n; ++i) p[i] = src[i] * mask[i];
+  return v;
+}
+
 // y[i] += x[i], by the threads.
 template <class T>
 void add_into(T* y, const T* x, int64_t n) {
