@@ -70,7 +70,7 @@ def main():
     p.add_argument("--kn-orders", default="3,5")
     p.add_argument("--json", action="store_true")
     a = p.parse_args()
-    ensure_openblas()
+    blas = ensure_openblas()
     attn = os.path.abspath(a.attn)
     threads = ["--threads", str(a.threads)]
     with tempfile.TemporaryDirectory(prefix="bench-lm-") as work:
@@ -86,7 +86,7 @@ def main():
         r = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
              "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
              "commit": subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
-             "corpus": os.path.basename(a.corpus), "paragraphs": len(lines), "budget_s": a.budget}
+             "corpus": os.path.basename(a.corpus), "paragraphs": len(lines), "budget_s": a.budget, "twin_openblas_core": blas}
         peak = json.loads(run_measured([attn, "bench", "--peak", "--json", "--reps", "1", *threads, "1,16,1,16"])[0].splitlines()[0])
         r["fma_peak_gflops"] = peak["peak_gflops"]
         # attn, then each variant (the same training text and budget, other options)

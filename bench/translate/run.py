@@ -106,8 +106,7 @@ def main():
     p.add_argument("--svg", help="write the learning curve here")
     p.add_argument("--skip-twin", action="store_true")
     a = p.parse_args()
-    if not a.skip_twin:
-        ensure_openblas()
+    blas = None if a.skip_twin else ensure_openblas()
     attn = os.path.abspath(a.attn)
     threads = ["--threads", str(a.threads)]
     with tempfile.TemporaryDirectory(prefix="bench-translate-") as work:
@@ -126,7 +125,7 @@ def main():
              "commit": subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
                                       text=True).stdout.strip(),
              "train_pairs": len(source) - a.held, "held_pairs": a.held, "valid_pairs": len(lines(val_de)),
-             "budget_s": a.budget, "threads": a.threads}
+             "budget_s": a.budget, "threads": a.threads, "twin_openblas_core": blas}
         peak = json.loads(run_measured([attn, "bench", "--peak", "--json", "--reps", "1", *threads, "1,16,1,16"])[0]
                           .splitlines()[0])
         r["fma_peak_gflops"] = peak["peak_gflops"]
