@@ -69,14 +69,23 @@ void layer_norm_backward(const T* dy, const T* x, const T* gamma, const T* mean,
       const T* row = x + r * e;
       const T* g = dy + r * e;
       // With x̂ = (x − μ)·rstd and dx̂ = dy·γ: dx = rstd·(dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂)).
-      const auto xhat_at = [&](int64_t j) { return (static_cast<double>(row[j]) - mean[r]) * rstd[r]; };
-      const auto dxhat_at = [&](int64_t j) { return static_cast<double>(g[j]) * gamma[j]; };
-      const double sum_dxhat = lane_sum(e, dxhat_at);
-      const double sum_dxhat_xhat = lane_sum(e, [&](int64_t j) { return dxhat_at(j) * xhat_at(j); });
-      for (int64_t j = 0; j < e; ++j) {
-        pg[j] += static_cast<double>(g[j]) * xhat_at(j);  // y = x̂·γ + β
+      // One pass for both sums (in lane_sum's lanes and order, so the same bits) and γ's and β's
+      // gradients.
+      double part_dxhat[lanes] = {0, 0, 0, 0, 0, 0, 0, 0}, part_dxhat_xhat[lanes] = {0, 0, 0, 0, 0, 0, 0, 0};
+      const auto visit = [&](int64_t j, int64_t l) {
+        const double xhat = (static_cast<double>(row[j]) - mean[r]) * rstd[r];
+        const double dxhat = static_cast<double>(g[j]) * gamma[j];
+        part_dxhat[l] += dxhat;
+        part_dxhat_xhat[l] += dxhat * xhat;
+        pg[j] += static_cast<double>(g[j]) * xhat;  // y = x̂·γ + β
         pb[j] += static_cast<double>(g[j]);
-      }
+      };
+      const int64_t whole = e / lanes * lanes;
+      for (int64_t j = 0; j < whole; j += lanes)
+        for (int64_t l = 0; l < lanes; ++l) visit(j + l, l);
+      for (int64_t j = whole; j < e; ++j) visit(j, j - whole);
+      double sum_dxhat = 0, sum_dxhat_xhat = 0;
+      for (int64_t l = 0; l < lanes; ++l) sum_dxhat += part_dxhat[l], sum_dxhat_xhat += part_dxhat_xhat[l];
       const double inv_e = 1.0 / static_cast<double>(e);
       for (int64_t j = 0; j < e; ++j) {
         const double xhat = (static_cast<double>(row[j]) - mean[r]) * rstd[r];
