@@ -38,10 +38,11 @@ if not os.path.isfile(a.data):  # checked before the slow imports, so the error 
     print(f"error: {a.data}: no such file", file=sys.stderr)
     sys.exit(2)
 
-# openblas.py sits beside the other peers; in this checkout that is ../shared/peers (see bench/README.md).
+# bench/measure.py installs OpenBLAS if it is missing and names the kernels the CPU allows
+# (OPENBLAS_CORETYPE): OpenBLAS 0.3.21 takes some virtual Xeons for a Prescott, 4x slower.
 here = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [here, os.path.join(here, "..", "..", "..", "shared", "peers")]
-from openblas import ensure_openblas  # noqa: E402
+sys.path[:0] = [here, os.path.dirname(here)]
+from measure import ensure_openblas  # noqa: E402
 
 ensure_openblas()
 import torch  # noqa: E402
