@@ -10,22 +10,67 @@
 
 namespace attn::decode {
 
+namespace {
+
+// The allowed ids are [0, n) less at most two banned ones: the loops run over the stretches
+// between them, so their bodies have no branch and vectorise.
+struct allowed_stretches {
+  int64_t begin[3], end[3];
+  int count = 0;
+};
+
+allowed_stretches stretches_of(int64_t n, banned_tokens banned) {
+  int64_t cut[2];
+  int cuts = 0;
+  for (const int64_t b : {banned.first, banned.second})
+    if (b >= 0 && b < n && (cuts == 0 || cut[0] != b)) cut[cuts++] = b;
+  if (cuts == 2 && cut[0] > cut[1]) std::swap(cut[0], cut[1]);
+  allowed_stretches r;
+  int64_t from = 0;
+  for (int k = 0; k < cuts; ++k) {
+    r.begin[r.count] = from;
+    r.end[r.count++] = cut[k];
+    from = cut[k] + 1;
+  }
+  r.begin[r.count] = from;
+  r.end[r.count++] = n;
+  return r;
+}
+
+constexpr int sum_lanes = 16;
+
+}  // namespace
+
 // The exponentials in float (kernels::exp_nonpositive, relative error near 1e-7: far below any
-// difference a beam's ranking rests on) and vectorised, their sum in double: libm's double exp
-// was a tenth of a translation's time.
+// difference a beam's ranking rests on), 16 at a time, each added to its own double lane in id
+// order; the lanes are added last. A fixed order, so the same bits on every code path: the
+// double sum of a scalar loop kept this to one exponential at a time, 13% of a beam-5
+// translation on one thread.
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 double log_sum_exp(std::span<const float> scores, banned_tokens banned) {
-  const auto n = static_cast<int64_t>(scores.size());
   const float* s = scores.data();
-  const int64_t first = banned.first, second = banned.second;
+  const allowed_stretches parts = stretches_of(static_cast<int64_t>(scores.size()), banned);
   constexpr float none = -std::numeric_limits<float>::infinity();
   float top = none;
+  for (int p = 0; p < parts.count; ++p) {
 #pragma omp simd reduction(max : top)
-  for (int64_t i = 0; i < n; ++i) top = std::max(top, i != first && i != second ? s[i] : none);
+    for (int64_t i = parts.begin[p]; i < parts.end[p]; ++i) top = s[i] > top ? s[i] : top;
+  }
   if (top == none) return -std::numeric_limits<double>::infinity();
+  double lane[sum_lanes] = {};
+  for (int p = 0; p < parts.count; ++p) {
+    int64_t i = parts.begin[p];
+    for (; i + sum_lanes <= parts.end[p]; i += sum_lanes) {
+      float e[sum_lanes];
+#pragma omp simd
+      for (int j = 0; j < sum_lanes; ++j) e[j] = kernels::exp_nonpositive(s[i + j] - top);
+#pragma omp simd
+      for (int j = 0; j < sum_lanes; ++j) lane[j] += static_cast<double>(e[j]);
+    }
+    for (int j = 0; i < parts.end[p]; ++i, ++j) lane[j] += static_cast<double>(kernels::exp_nonpositive(s[i] - top));
+  }
   double sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i) sum += i != first && i != second ? kernels::exp_nonpositive(s[i] - top) : 0.0f;
+  for (const double l : lane) sum += l;
   return static_cast<double>(top) + std::log(sum);
 }
 

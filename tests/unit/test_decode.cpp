@@ -465,15 +465,32 @@ TEST(CausalLmDecoding, RestartsPastTheContextAsBefore) {
 namespace {
 
 // The log-sum of the scores' exponentials (float exponentials, a double sum) against long
-// double, over awkward lengths and with banned tokens; every token banned: −∞.
+// double, over awkward lengths and with banned tokens anywhere (first, last, in either order,
+// twice the same, past the end); every token banned: −∞.
 TEST(BeamSearch, LogSumExpMatchesLongDoubleOverTheAllowedTokens) {
   std::mt19937 rng(41);
   std::normal_distribution<float> normal(0.0f, 4.0f);
-  for (size_t n : {1u, 2u, 7u, 63u, 65u, 129u, 8000u}) {
+  for (size_t n : {1u, 2u, 7u, 15u, 16u, 17u, 33u, 63u, 65u, 129u, 8000u}) {
     std::vector<float> scores(n);
     for (float& s : scores) s = normal(rng);
     scores[0] = 50.0f;  // a banned token far above the rest must not count
     const attn::decode::banned_tokens banned{.first = 0, .second = n > 3 ? 3 : -1};
+    for (const attn::decode::banned_tokens other :
+         {attn::decode::banned_tokens{.first = static_cast<int64_t>(n) - 1, .second = 0},
+          attn::decode::banned_tokens{.first = 0, .second = 0},
+          attn::decode::banned_tokens{.first = static_cast<int64_t>(n) + 5, .second = -1}}) {
+      long double top = -INFINITY, sum = 0;
+      for (size_t i = 0; i < n; ++i)
+        if (other.allows(static_cast<int64_t>(i))) top = std::max(top, static_cast<long double>(scores[i]));
+      for (size_t i = 0; i < n; ++i)
+        if (other.allows(static_cast<int64_t>(i))) sum += std::exp(static_cast<long double>(scores[i]) - top);
+      const double want = top == -INFINITY ? -INFINITY : static_cast<double>(top + std::log(sum));
+      if (want == -INFINITY) {
+        EXPECT_EQ(attn::decode::log_sum_exp(scores, other), -INFINITY) << n;
+      } else {
+        EXPECT_NEAR(attn::decode::log_sum_exp(scores, other), want, 1e-6) << n << " banned " << other.first;
+      }
+    }
     long double top = -INFINITY, sum = 0;
     for (size_t i = 0; i < n; ++i)
       if (banned.allows(static_cast<int64_t>(i))) top = std::max(top, static_cast<long double>(scores[i]));
