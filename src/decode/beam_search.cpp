@@ -118,96 +118,171 @@ bool goes_before(const extension& a, const extension& b) {
   return a.token < b.token;
 }
 
+// One search, a step at a time: choose() picks the step's extensions and says which states read
+// which tokens; read() takes their scores. beam_search runs one; beam_search_together runs
+// several in lockstep, their reads in one pass.
+class beam_run {
+ public:
+  beam_run(const autoregressive_model& model, std::span<const int64_t> prompt, const beam_options& o)
+      : o_(o), beam_(static_cast<size_t>(o.beam)), n_best_(static_cast<size_t>(o.n_best)) {
+    live_prefix root;
+    root.state = model.start();
+    root.scores = model.read(*root.state, prompt);
+    alive_.push_back(std::move(root));
+    if (o.max_tokens == 0) {
+      finished_ = {hypothesis{}};
+      over_ = true;
+    }
+  }
+
+  // The step's extensions chosen; false when the search is over, else states() must read tokens().
+  bool choose();
+  std::span<decoder_state* const> states() const { return states_; }
+  std::span<const int64_t> tokens() const { return tokens_; }
+  // The scores of the token after each of states(), in their order.
+  void read(std::span<const std::span<const float>> scores) {
+    for (size_t k = 0; k < next_.size(); ++k) next_[k].scores = scores[k];
+    alive_ = std::move(next_);
+    next_.clear();
+    ++n_;
+  }
+  std::vector<hypothesis> result() && { return std::move(finished_); }
+
+ private:
+  void rank_finished() {
+    std::stable_sort(finished_.begin(), finished_.end(),
+                     [](const hypothesis& a, const hypothesis& b) { return a.score > b.score; });
+    if (finished_.size() > n_best_) finished_.resize(n_best_);
+  }
+
+  const beam_options& o_;
+  size_t beam_, n_best_;
+  int64_t n_ = 0;  // tokens made so far
+  bool over_ = false;
+  std::vector<hypothesis> finished_;
+  std::vector<live_prefix> alive_, next_;
+  std::vector<extension> extensions_;
+  std::vector<decoder_state*> states_;
+  std::vector<int64_t> tokens_;
+};
+
+bool beam_run::choose() {
+  if (over_ || n_ >= o_.max_tokens || alive_.empty()) {
+    over_ = true;
+    return false;
+  }
+  const bool last = n_ + 1 == o_.max_tokens;
+  // Each prefix's 2·beam best tokens are all the step can use: at most `beam` extensions
+  // finish (one end token per prefix), so the best 2·beam hold `beam` that go on.
+  extensions_.clear();
+  for (size_t i = 0; i < alive_.size(); ++i) {
+    // log p(token) = score − log Σ exp(scores): the order of the scores is the order of the
+    // log-probabilities, so only the 2·beam best need theirs.
+    const double log_sum = log_sum_exp(alive_[i].scores, o_.banned);
+    for (const int64_t t : best_tokens(alive_[i].scores, o_.banned, 2 * beam_))
+      extensions_.push_back(
+          {alive_[i].h.log_probability + (static_cast<double>(alive_[i].scores[static_cast<size_t>(t)]) - log_sum), i, t});
+  }
+  std::sort(extensions_.begin(), extensions_.end(), goes_before);
+  // The best `beam` extensions that finish are kept; the best `beam` that do not go on.
+  const auto length = n_ + 1;  // every extension at this step has n + 1 scored tokens
+  std::vector<extension> going_on;
+  for (size_t rank = 0; rank < extensions_.size(); ++rank) {
+    const extension& e = extensions_[rank];
+    const bool ends = e.token == o_.end;
+    if (ends || last) {
+      if (rank >= beam_) continue;
+      hypothesis h;
+      h.tokens = alive_[e.parent].h.tokens;
+      if (!ends) h.tokens.push_back(e.token);
+      h.log_probability = e.log_probability;
+      h.score = e.log_probability / length_normalizer(length, o_.length_penalty);
+      h.ended = ends;
+      finished_.push_back(std::move(h));
+    } else if (going_on.size() < beam_) {
+      going_on.push_back(e);
+    }
+    if (going_on.size() == beam_ && rank + 1 >= beam_) break;
+  }
+  rank_finished();
+  // Stop when no live prefix can reach the n-best list: its log-probability can only fall,
+  // and the normaliser is monotone in the length, so its best is s / the larger normaliser
+  // of the shortest and the longest lengths still open to it.
+  if (finished_.size() == n_best_ && !going_on.empty()) {
+    const double widest = std::max(length_normalizer(length + 1, o_.length_penalty),
+                                   length_normalizer(o_.max_tokens, o_.length_penalty));
+    const bool hopeless = std::all_of(going_on.begin(), going_on.end(), [&](const extension& e) {
+      return e.log_probability / widest <= finished_.back().score;
+    });
+    if (hopeless) going_on.clear();
+  }
+  if (going_on.empty()) {
+    alive_.clear();
+    over_ = true;
+    return false;
+  }
+  // The next beam: a prefix continued k ways is copied k − 1 times and moved once.
+  std::vector<size_t> children(alive_.size(), 0);
+  for (const extension& e : going_on) ++children[e.parent];
+  next_.clear();
+  next_.reserve(going_on.size());
+  states_.clear();
+  tokens_.clear();
+  for (const extension& e : going_on) {
+    live_prefix& parent = alive_[e.parent];
+    live_prefix child;
+    child.h.tokens = parent.h.tokens;
+    child.h.tokens.push_back(e.token);
+    child.h.log_probability = e.log_probability;
+    child.state = --children[e.parent] > 0 ? parent.state->copy() : std::move(parent.state);
+    states_.push_back(child.state.get());
+    tokens_.push_back(e.token);
+    next_.push_back(std::move(child));
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<hypothesis> beam_search(const autoregressive_model& model, std::span<const int64_t> prompt,
                                     const beam_options& o) {
-  const auto beam = static_cast<size_t>(o.beam), n_best = static_cast<size_t>(o.n_best);
-  std::vector<hypothesis> finished;
-  std::vector<live_prefix> alive;
-  {
-    live_prefix root;
-    root.state = model.start();
-    root.scores = model.read(*root.state, prompt);
-    alive.push_back(std::move(root));
-  }
-  if (o.max_tokens == 0) return {hypothesis{}};
-  const auto rank_finished = [&] {
-    std::stable_sort(finished.begin(), finished.end(),
-                     [](const hypothesis& a, const hypothesis& b) { return a.score > b.score; });
-    if (finished.size() > n_best) finished.resize(n_best);
-  };
-  std::vector<extension> extensions;
-  for (int64_t n = 0; n < o.max_tokens && !alive.empty(); ++n) {
-    const bool last = n + 1 == o.max_tokens;
-    // Each prefix's 2·beam best tokens are all the step can use: at most `beam` extensions
-    // finish (one end token per prefix), so the best 2·beam hold `beam` that go on.
-    extensions.clear();
-    for (size_t i = 0; i < alive.size(); ++i) {
-      // log p(token) = score − log Σ exp(scores): the order of the scores is the order of the
-      // log-probabilities, so only the 2·beam best need theirs.
-      const double log_sum = log_sum_exp(alive[i].scores, o.banned);
-      for (const int64_t t : best_tokens(alive[i].scores, o.banned, 2 * beam))
-        extensions.push_back(
-            {alive[i].h.log_probability + (static_cast<double>(alive[i].scores[static_cast<size_t>(t)]) - log_sum), i, t});
-    }
-    std::sort(extensions.begin(), extensions.end(), goes_before);
-    // The best `beam` extensions that finish are kept; the best `beam` that do not go on.
-    const auto length = n + 1;  // every extension at this step has n + 1 scored tokens
-    std::vector<extension> going_on;
-    for (size_t rank = 0; rank < extensions.size(); ++rank) {
-      const extension& e = extensions[rank];
-      const bool ends = e.token == o.end;
-      if (ends || last) {
-        if (rank >= beam) continue;
-        hypothesis h;
-        h.tokens = alive[e.parent].h.tokens;
-        if (!ends) h.tokens.push_back(e.token);
-        h.log_probability = e.log_probability;
-        h.score = e.log_probability / length_normalizer(length, o.length_penalty);
-        h.ended = ends;
-        finished.push_back(std::move(h));
-      } else if (going_on.size() < beam) {
-        going_on.push_back(e);
+  beam_run run(model, prompt, o);
+  // Every child reads its token, in one pass where the model can (model.step_each).
+  while (run.choose()) run.read(model.step_each(run.states(), run.tokens()));
+  return std::move(run).result();
+}
+
+std::vector<std::vector<hypothesis>> beam_search_together(std::span<const autoregressive_model* const> models,
+                                                          std::span<const std::span<const int64_t>> prompts,
+                                                          std::span<const beam_options> options) {
+  std::vector<beam_run> runs;
+  runs.reserve(models.size());
+  for (size_t k = 0; k < models.size(); ++k) runs.emplace_back(*models[k], prompts[k], options[k]);
+  std::vector<decoder_state*> states;
+  std::vector<int64_t> tokens;
+  std::vector<beam_run*> stepping;
+  for (;;) {
+    states.clear();
+    tokens.clear();
+    stepping.clear();
+    for (beam_run& run : runs)
+      if (run.choose()) {
+        stepping.push_back(&run);
+        states.insert(states.end(), run.states().begin(), run.states().end());
+        tokens.insert(tokens.end(), run.tokens().begin(), run.tokens().end());
       }
-      if (going_on.size() == beam && rank + 1 >= beam) break;
+    if (stepping.empty()) break;
+    const std::vector<std::span<const float>> scores = models.front()->step_each(states, tokens);
+    size_t at = 0;
+    for (beam_run* run : stepping) {
+      const size_t n = run->states().size();
+      run->read({scores.data() + at, n});
+      at += n;
     }
-    rank_finished();
-    // Stop when no live prefix can reach the n-best list: its log-probability can only fall,
-    // and the normaliser is monotone in the length, so its best is s / the larger normaliser
-    // of the shortest and the longest lengths still open to it.
-    if (finished.size() == n_best && !going_on.empty()) {
-      const double widest = std::max(length_normalizer(length + 1, o.length_penalty),
-                                     length_normalizer(o.max_tokens, o.length_penalty));
-      const bool hopeless = std::all_of(going_on.begin(), going_on.end(), [&](const extension& e) {
-        return e.log_probability / widest <= finished.back().score;
-      });
-      if (hopeless) break;
-    }
-    // The next beam: a prefix continued k ways is copied k − 1 times and moved once.
-    std::vector<size_t> children(alive.size(), 0);
-    for (const extension& e : going_on) ++children[e.parent];
-    std::vector<live_prefix> next;
-    next.reserve(going_on.size());
-    std::vector<decoder_state*> states;
-    std::vector<int64_t> tokens;
-    for (const extension& e : going_on) {
-      live_prefix& parent = alive[e.parent];
-      live_prefix child;
-      child.h.tokens = parent.h.tokens;
-      child.h.tokens.push_back(e.token);
-      child.h.log_probability = e.log_probability;
-      child.state = --children[e.parent] > 0 ? parent.state->copy() : std::move(parent.state);
-      states.push_back(child.state.get());
-      tokens.push_back(e.token);
-      next.push_back(std::move(child));
-    }
-    // Every child reads its token, in one pass where the model can (model.step_each).
-    const std::vector<std::span<const float>> scores = model.step_each(states, tokens);
-    for (size_t k = 0; k < next.size(); ++k) next[k].scores = scores[k];
-    alive = std::move(next);
   }
-  return finished;
+  std::vector<std::vector<hypothesis>> found;
+  for (beam_run& run : runs) found.push_back(std::move(run).result());
+  return found;
 }
 
 }  // namespace attn::decode

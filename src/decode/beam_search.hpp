@@ -42,6 +42,15 @@ struct hypothesis {
 std::vector<hypothesis> beam_search(const autoregressive_model& model, std::span<const int64_t> prompt,
                                     const beam_options& o);
 
+// Several searches at once, search k from models[k], prompts[k] and options[k], in lockstep: at
+// each step the live prefixes of all of them read their tokens in one models[0]->step_each (a
+// network reads its weights once for all the rows). The models must step each other's states:
+// one network, different inputs (decode/translation_decoding.hpp: one per source sentence).
+// Each list is what beam_search gives that search alone.
+std::vector<std::vector<hypothesis>> beam_search_together(std::span<const autoregressive_model* const> models,
+                                                          std::span<const std::span<const int64_t>> prompts,
+                                                          std::span<const beam_options> options);
+
 // log softmax(scores) over the allowed tokens (−∞ for the banned), in double: each score minus
 // log_sum_exp (−∞ when every token is banned).
 void log_probabilities(std::span<const float> scores, banned_tokens banned, std::vector<double>& out);

@@ -51,11 +51,21 @@ struct few_rows_tiled {
     }
   }
 
+  // More rows than one group (several sentences' beams searched together): each stretch of
+  // panels, about 128 KB of weights, is swept by every group in turn while it is still in the
+  // cache, so the weights come from memory once per call, not once per group. Every sum is
+  // still one register over `in` in order: the same bits as a group alone.
   static void run(const float* panels, const float* bias, const float* x, int64_t n, int64_t in, int64_t out,
                   float* y, int64_t ldy) {
-    for (int64_t r0 = 0; r0 < n; r0 += MaxRows) {
-      const int64_t take = std::min<int64_t>(MaxRows, n - r0);
-      rows(panels, bias, x + r0 * in, take, in, out, y + r0 * ldy, ldy);
+    const int64_t stretch =
+        std::max(few_rows_panel, (int64_t{32768} / std::max<int64_t>(in, 1)) / few_rows_panel * few_rows_panel);
+    for (int64_t o0 = 0; o0 < out; o0 += stretch) {
+      const int64_t cols = std::min(stretch, out - o0);
+      for (int64_t r0 = 0; r0 < n; r0 += MaxRows) {
+        const int64_t take = std::min<int64_t>(MaxRows, n - r0);
+        rows(panels + o0 * in, bias != nullptr ? bias + o0 : nullptr, x + r0 * in, take, in, cols, y + r0 * ldy + o0,
+             ldy);
+      }
     }
   }
 };

@@ -253,7 +253,7 @@ void translator_decoder::step_together(std::span<translator_decoder* const> deco
   if (rows == 0) return;
   const translator_decoder& first = *decoders.front();
   const bool together = std::all_of(decoders.begin(), decoders.end(), [&](const translator_decoder* d) {
-    return d->weights_ == first.weights_ && d->cross_ == first.cross_ && d->length_ == first.length_;
+    return d->weights_ == first.weights_ && d->length_ == first.length_;
   });
   if (!together) {
     for (int64_t k = 0; k < rows; ++k) decoders[static_cast<size_t>(k)]->step(ids[static_cast<size_t>(k)]);
@@ -263,7 +263,8 @@ void translator_decoder::step_together(std::span<translator_decoder* const> deco
   const translator<float>& m = w.model();
   const translator_shape& s = m.shape();
   const int64_t e = s.width, t = first.length_;
-  if (t >= first.capacity_) throw_usage(fmt::format("a translation longer than {} pieces", first.capacity_));
+  for (const translator_decoder* d : decoders)
+    if (t >= d->capacity_) throw_usage(fmt::format("a translation longer than {} pieces", d->capacity_));
   // The rows' embeddings + position (as forward's embed), then every layer over all of them.
   thread_local std::vector<float> x, normed, mean, rstd, logits;
   thread_local nn::decoder_block_row_scratch block;
@@ -276,12 +277,16 @@ void translator_decoder::step_together(std::span<translator_decoder* const> deco
       x[static_cast<size_t>(k * e + j)] = static_cast<float>(
           static_cast<double>(m.embedding.value[static_cast<size_t>(id * e + j)]) * scale + sinusoid(t, j, e));
   }
-  const nn::decoder_block_shape shape{.batch = 1, .target = 1, .source = first.source_length_, .width = e,
+  const nn::decoder_block_shape shape{.batch = 1, .target = 1, .source = 0 /* each row its own */, .width = e,
                                       .heads = s.heads, .feedforward = s.feedforward};
   std::vector<nn::self_attention_kv*> kv(static_cast<size_t>(rows));
+  std::vector<const nn::cross_keys_values*> cross(static_cast<size_t>(rows));
   for (size_t i = 0; i < m.decoder.size(); ++i) {
-    for (int64_t k = 0; k < rows; ++k) kv[static_cast<size_t>(k)] = &decoders[static_cast<size_t>(k)]->self_kv_[i];
-    nn::decoder_block_rows_forward(x.data(), w.blocks()[i], kv, t, (*first.cross_)[i], shape, block);
+    for (size_t k = 0; k < static_cast<size_t>(rows); ++k) {
+      kv[k] = &decoders[k]->self_kv_[i];
+      cross[k] = &(*decoders[k]->cross_)[i];
+    }
+    nn::decoder_block_rows_forward(x.data(), w.blocks()[i], kv, t, cross, shape, block);
   }
   normed.resize(x.size());
   mean.resize(static_cast<size_t>(rows));

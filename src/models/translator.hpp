@@ -126,10 +126,10 @@ class translator_decoder {
 
   // Reads the token at position length(); returns the logits of the token after it [V].
   const std::vector<float>& step(int64_t id);
-  // Several decoders of one sentence (copies of one decoder: beam search's hypotheses) each read
-  // their token, decoder k ids[k], in one pass: each layer's weights are read once for all of
-  // them. Their logits (logits()) are the bits step() gives each alone. Decoders of other
-  // sentences or lengths step one after another.
+  // Several decoders (beam search's hypotheses, of one sentence or of several) each read their
+  // token, decoder k ids[k], in one pass: each layer's weights are read once for all of them,
+  // each row attends to its own cache and its own sentence. Their logits (logits()) are the bits
+  // step() gives each alone. Decoders of other models or of other lengths step one at a time.
   static void step_together(std::span<translator_decoder* const> decoders, std::span<const int64_t> ids);
   const std::vector<float>& logits() const { return logits_; }
   int64_t length() const { return length_; }

@@ -195,16 +195,18 @@ cross_keys_values cross_keys_values_forward(const float* memory, const decoder_p
 }
 
 void decoder_block_rows_forward(float* x, const decoder_block_steps& w, std::span<self_attention_kv* const> self_kv,
-                                int64_t t, const cross_keys_values& cross, const decoder_block_shape& s,
-                                decoder_block_row_scratch& r) {
+                                int64_t t, std::span<const cross_keys_values* const> cross,
+                                const decoder_block_shape& s, decoder_block_row_scratch& r) {
   const decoder_parameters<float>& p = *w.parameters;
   const int64_t e = s.width, f = s.feedforward, rows = static_cast<int64_t>(self_kv.size());
-  const int64_t d = e / s.heads, n = cross.length;
+  const int64_t d = e / s.heads;
+  int64_t longest = 1;
+  for (const cross_keys_values* c : cross) longest = std::max(longest, c->length);
   for (auto* v : {&r.normed, &r.attended, &r.query, &r.merged}) v->resize(static_cast<std::size_t>(rows * e));
   r.pre.resize(static_cast<std::size_t>(rows * f));
   r.mean.resize(static_cast<std::size_t>(rows));
   r.rstd.resize(static_cast<std::size_t>(rows));
-  r.scores.resize(static_cast<std::size_t>(std::max<int64_t>(n, 1)));
+  r.scores.resize(static_cast<std::size_t>(longest));
   const auto add = [&] {
     for (int64_t j = 0; j < rows * e; ++j) x[j] += r.attended[static_cast<std::size_t>(j)];
   };
@@ -214,15 +216,18 @@ void decoder_block_rows_forward(float* x, const decoder_block_steps& w, std::spa
   self_attention_rows_forward(r.normed.data(), w.self_qkv, w.self_out, r.attended.data(), self_kv, t,
                               {.batch = 1, .length = 1, .input = e, .width = e, .heads = s.heads}, r.self_attention);
   add();
-  // x += CrossAttention(LN₂(x), memory): each row's query against the sentence's keys
+  // x += CrossAttention(LN₂(x), memory): each row's query against its sentence's keys
   layer_norm_forward(x, p.norm2_weight.value.data(), p.norm2_bias.value.data(), r.normed.data(), r.mean.data(),
                      r.rstd.data(), rows, e);
   w.cross_query.apply(r.normed.data(), rows, r.query.data());
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-  for (int64_t row = 0; row < rows; ++row)
+  for (int64_t row = 0; row < rows; ++row) {
+    const cross_keys_values& c = *cross[static_cast<std::size_t>(row)];
+    const int64_t n = c.length;
     for (int64_t h = 0; h < s.heads; ++h)
-      attend_cached(r.query.data() + row * e + h * d, cross.keys.data() + h * d * n, cross.values.data() + h * d * n,
+      attend_cached(r.query.data() + row * e + h * d, c.keys.data() + h * d * n, c.values.data() + h * d * n,
                     r.merged.data() + row * e + h * d, n, d, n, scale, r.scores.data());
+  }
   w.cross_out.apply(r.merged.data(), rows, r.attended.data());
   add();
   // x += W₂·relu(W₁·LN₃(x) + b₁) + b₂

@@ -92,11 +92,12 @@ struct decoder_block_row_scratch {
   std::vector<float> normed, attended, pre, mean, rstd, query, merged, scores;
 };
 
-// x [rows, E] at position t, each row with its own self-attention cache (beam search's
-// hypotheses; one row for a single decoder), all against the same sentence's cross keys and
-// values. Each row's bits are the same alone as among others. s: width, heads and feedforward.
+// x [rows, E] at position t, each row with its own self-attention cache and its own sentence's
+// cross keys and values (beam search's hypotheses, of one sentence or of several searched
+// together; one row for a single decoder): the weights are read once for all the rows. Each
+// row's bits are the same alone as among others. s: width, heads and feedforward.
 void decoder_block_rows_forward(float* x, const decoder_block_steps& w, std::span<self_attention_kv* const> self_kv,
-                                int64_t t, const cross_keys_values& cross, const decoder_block_shape& s,
-                                decoder_block_row_scratch& scratch);
+                                int64_t t, std::span<const cross_keys_values* const> cross,
+                                const decoder_block_shape& s, decoder_block_row_scratch& scratch);
 
 }  // namespace attn::nn

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
 
 #include "attn/error.hpp"
@@ -112,42 +113,54 @@ std::vector<std::pair<int64_t, int64_t>> align(const tensor& cross, const std::v
   return links;
 }
 
-// Beam search for one source (its pieces and </s>, more than </s> alone).
-std::vector<decode::hypothesis> search(const models::translator_steps& net, const std::vector<int64_t>& source,
-                                       const translation_options& options) {
-  const int64_t max_tokens = options.max_length > 0 ? options.max_length
-                                                    : 2 * static_cast<int64_t>(source.size() - 1) + 10;
-  const decode::translation_decoding model(net, source, max_tokens + 1);
+// The most target pieces a source's translation makes (the end token not counted).
+int64_t max_tokens_for(const std::vector<int64_t>& source, const translation_options& options) {
+  return options.max_length > 0 ? options.max_length : 2 * static_cast<int64_t>(source.size() - 1) + 10;
+}
+
+decode::beam_options beam_options_for(int64_t max_tokens, const translation_options& options) {
+  return {.beam = options.beam, .n_best = options.n_best, .length_penalty = options.length_penalty,
+          .max_tokens = max_tokens, .end = subword_pieces::end,
+          .banned = {.first = subword_pieces::pad, .second = subword_pieces::unknown}};
+}
+
+// Sentences searched together on one thread, their beams' rows through each weight at once:
+// beam 5 × 16 sentences is 80 rows, so the products read the weights from memory once for all
+// of them, while a group of like-length sentences still ends at about the same step (CTranslate2
+// and Marian batch their beams the same way).
+constexpr size_t sentences_together = 16;
+
+// Beam search for sources of like length together (each its pieces and </s>, more than </s>
+// alone), each with its own limit on target pieces; the lists are what each gives alone.
+std::vector<std::vector<decode::hypothesis>> search(const models::translator_steps& net,
+                                                    const std::vector<const std::vector<int64_t>*>& sources,
+                                                    const translation_options& options) {
   const int64_t start = subword_pieces::begin;
-  return decode::beam_search(model, {&start, 1},
-                             {.beam = options.beam, .n_best = options.n_best, .length_penalty = options.length_penalty,
-                              .max_tokens = max_tokens, .end = subword_pieces::end,
-                              .banned = {.first = subword_pieces::pad, .second = subword_pieces::unknown}});
+  std::vector<std::unique_ptr<decode::translation_decoding>> models;
+  std::vector<const decode::autoregressive_model*> model_of;
+  std::vector<std::span<const int64_t>> prompts;
+  std::vector<decode::beam_options> limits;
+  for (const std::vector<int64_t>* source : sources) {
+    const int64_t max_tokens = max_tokens_for(*source, options);
+    models.push_back(std::make_unique<decode::translation_decoding>(net, *source, max_tokens + 1));
+    model_of.push_back(models.back().get());
+    prompts.emplace_back(&start, 1);
+    limits.push_back(beam_options_for(max_tokens, options));
+  }
+  if (sources.size() == 1) return {decode::beam_search(*model_of.front(), prompts.front(), limits.front())};
+  return decode::beam_search_together(model_of, prompts, limits);
 }
 
-}  // namespace
-
-translation translation_model::translate(std::string_view text, const translation_options& options) const {
-  return translate_text(*impl_, text, options);
-}
-
-std::vector<translation> translation_model::translate(const std::vector<std::string>& texts,
-                                                      const translation_options& options) const {
-  return translate_texts(*impl_, texts, options);
-}
-
-translation translate_text(const translation_model::impl& m, std::string_view text, const translation_options& options) {
-  check_options(options);
-  const std::vector<int64_t> source = m.source_ids(text);
+// The source's pieces as translation::source_pieces (</s> left out).
+translation with_source_pieces(const translation_model::impl& m, const std::vector<int64_t>& source) {
   translation out;
   for (size_t i = 0; i + 1 < source.size(); ++i) out.source_pieces.push_back(m.pieces.piece(static_cast<int32_t>(source[i])));
-  if (source.size() == 1) {  // no pieces: nothing to translate
-    translation_hypothesis empty;
-    empty.ended = true;
-    out.hypotheses.push_back(empty);
-    return out;
-  }
-  const std::vector<decode::hypothesis> found = search(m.steps(), source, options);
+  return out;
+}
+
+// out (its source pieces filled) gets the hypotheses found as text, with their alignments.
+void add_hypotheses(const translation_model::impl& m, const std::vector<int64_t>& source,
+                    const std::vector<decode::hypothesis>& found, const translation_options& options, translation& out) {
   for (const decode::hypothesis& h : found) {
     translation_hypothesis t;
     t.text = detokenize(m.pieces, h.tokens);
@@ -167,23 +180,68 @@ translation translate_text(const translation_model::impl& m, std::string_view te
     }
     out.hypotheses.push_back(std::move(t));
   }
+}
+
+// A source with no pieces (</s> alone) translates to nothing, ended.
+void add_empty(translation& out) {
+  translation_hypothesis empty;
+  empty.ended = true;
+  out.hypotheses.push_back(empty);
+}
+
+}  // namespace
+
+translation translation_model::translate(std::string_view text, const translation_options& options) const {
+  return translate_text(*impl_, text, options);
+}
+
+std::vector<translation> translation_model::translate(const std::vector<std::string>& texts,
+                                                      const translation_options& options) const {
+  return translate_texts(*impl_, texts, options);
+}
+
+translation translate_text(const translation_model::impl& m, std::string_view text, const translation_options& options) {
+  check_options(options);
+  const std::vector<int64_t> source = m.source_ids(text);
+  translation out = with_source_pieces(m, source);
+  if (source.size() == 1) {  // no pieces: nothing to translate
+    add_empty(out);
+    return out;
+  }
+  add_hypotheses(m, source, search(m.steps(), {&source}, options).front(), options, out);
   return out;
 }
 
 std::vector<translation> translate_texts(const translation_model::impl& m, const std::vector<std::string>& texts,
                                          const translation_options& options) {
   check_options(options);
-  // The longest first, each thread taking the next when it is free: the long ones do not finish last.
-  std::vector<size_t> order(texts.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return texts[a].size() > texts[b].size(); });
+  std::vector<std::vector<int64_t>> sources;
+  sources.reserve(texts.size());
+  for (const std::string& text : texts) sources.push_back(m.source_ids(text));
   std::vector<translation> out(texts.size());
+  std::vector<size_t> order;  // the sources with pieces
+  for (size_t i = 0; i < texts.size(); ++i) {
+    out[i] = with_source_pieces(m, sources[i]);
+    if (sources[i].size() == 1)
+      add_empty(out[i]);
+    else
+      order.push_back(i);
+  }
+  // The longest first, in groups of like length searched together, each thread taking the next
+  // group when it is free: the long ones do not finish last.
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
+  const auto groups = static_cast<int64_t>((order.size() + sentences_together - 1) / sentences_together);
   std::exception_ptr failed;
   m.steps();  // packed before the threads start
 #pragma omp parallel for schedule(dynamic, 1)
-  for (size_t k = 0; k < order.size(); ++k) {
+  for (int64_t g = 0; g < groups; ++g) {
     try {
-      out[order[k]] = translate_text(m, texts[order[k]], options);
+      const size_t from = static_cast<size_t>(g) * sentences_together;
+      const size_t to = std::min(order.size(), from + sentences_together);
+      std::vector<const std::vector<int64_t>*> group;
+      for (size_t k = from; k < to; ++k) group.push_back(&sources[order[k]]);
+      const std::vector<std::vector<decode::hypothesis>> found = search(m.steps(), group, options);
+      for (size_t k = from; k < to; ++k) add_hypotheses(m, sources[order[k]], found[k - from], options, out[order[k]]);
     } catch (...) {
 #pragma omp critical
       if (!failed) failed = std::current_exception();
@@ -198,8 +256,10 @@ translation_attention translation_model::attention(std::string_view text, const 
   const impl& m = *impl_;
   const std::vector<int64_t> source = m.source_ids(text);
   if (source.size() == 1) throw_usage("nothing to translate: the text has no pieces");
-  const decode::hypothesis best = search(m.steps(), source, {.beam = options.beam, .length_penalty = options.length_penalty,
-                                                         .n_best = 1, .max_length = options.max_length})
+  const decode::hypothesis best = search(m.steps(), {&source},
+                                         {.beam = options.beam, .length_penalty = options.length_penalty, .n_best = 1,
+                                          .max_length = options.max_length})
+                                      .front()
                                       .front();
   std::vector<int64_t> target = best.tokens;
   target.push_back(subword_pieces::end);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "kernels/few_rows.hpp"
@@ -37,8 +38,8 @@ TEST(few_rows, every_kernel_against_the_double_reference_on_awkward_shapes) {
   std::mt19937 rng(31);
   int checked = 0;
   for (const auto& [name, product] : products_here())
-    for (int64_t rows : {1, 2, 3, 5, 8, 9, 13})
-      for (int64_t in : {1, 7, 63, 65, 129})
+    for (int64_t rows : {1, 2, 3, 5, 8, 9, 13, 40})
+      for (int64_t in : {1, 7, 63, 65, 129, 1025})  // 1025: the weights swept in stretches of one panel
         for (int64_t out : {1, 7, 31, 33, 65, 129})
           for (bool with_bias : {false, true}) {
             const std::vector<float> w = normal_values(static_cast<size_t>(out * in), rng);
@@ -63,24 +64,27 @@ TEST(few_rows, every_kernel_against_the_double_reference_on_awkward_shapes) {
               }
             ++checked;
           }
-  EXPECT_GE(checked, 7 * 5 * 6 * 2);
+  EXPECT_GE(checked, 8 * 6 * 6 * 2);
 }
 
 TEST(few_rows, a_rows_bits_are_the_same_alone_as_among_others) {
   std::mt19937 rng(32);
-  const int64_t rows = 11, in = 70, out = 77;
-  const std::vector<float> w = normal_values(static_cast<size_t>(out * in), rng);
-  const std::vector<float> x = normal_values(static_cast<size_t>(rows * in), rng);
-  const std::vector<float> b = normal_values(static_cast<size_t>(out), rng);
-  std::vector<float> panels(static_cast<size_t>(attn::kernels::few_rows_packed_size(out, in)));
-  attn::kernels::pack_few_rows(w.data(), out, in, panels.data());
-  for (const auto& [name, product] : products_here()) {
-    std::vector<float> together(static_cast<size_t>(rows * out)), alone(static_cast<size_t>(out));
-    product(panels.data(), b.data(), x.data(), rows, in, out, together.data(), out);
-    for (int64_t r = 0; r < rows; ++r) {
-      product(panels.data(), b.data(), x.data() + r * in, 1, in, out, alone.data(), out);
-      for (int64_t o = 0; o < out; ++o)
-        ASSERT_EQ(together[static_cast<size_t>(r * out + o)], alone[static_cast<size_t>(o)]) << name << " " << r << "," << o;
+  // 41 × 1030 × 77: more rows than a group, the weights swept in stretches of a panel
+  for (const auto& [rows, in, out] : {std::tuple<int64_t, int64_t, int64_t>{11, 70, 77}, {41, 1030, 77}}) {
+    const std::vector<float> w = normal_values(static_cast<size_t>(out * in), rng);
+    const std::vector<float> x = normal_values(static_cast<size_t>(rows * in), rng);
+    const std::vector<float> b = normal_values(static_cast<size_t>(out), rng);
+    std::vector<float> panels(static_cast<size_t>(attn::kernels::few_rows_packed_size(out, in)));
+    attn::kernels::pack_few_rows(w.data(), out, in, panels.data());
+    for (const auto& [name, product] : products_here()) {
+      std::vector<float> together(static_cast<size_t>(rows * out)), alone(static_cast<size_t>(out));
+      product(panels.data(), b.data(), x.data(), rows, in, out, together.data(), out);
+      for (int64_t r = 0; r < rows; ++r) {
+        product(panels.data(), b.data(), x.data() + r * in, 1, in, out, alone.data(), out);
+        for (int64_t o = 0; o < out; ++o)
+          ASSERT_EQ(together[static_cast<size_t>(r * out + o)], alone[static_cast<size_t>(o)])
+              << name << " " << r << "," << o;
+      }
     }
   }
 }

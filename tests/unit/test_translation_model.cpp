@@ -173,15 +173,31 @@ TEST(translation_model, a_damaged_file_is_one_input_error) {
 
 TEST(translation_model, many_sentences_translate_as_each_alone_in_input_order) {
   const translation_model m = tiny_model(6);
-  const std::vector<std::string> texts{"zwei Hunde spielen", "ein Mann", "", "eine Frau liest ein Buch", "Rad"};
-  const std::vector<attn::translation> together = m.translate(texts, {.beam = 2});
-  ASSERT_EQ(together.size(), texts.size());
-  for (size_t i = 0; i < texts.size(); ++i) {
-    const attn::translation alone = m.translate(texts[i], {.beam = 2});
-    EXPECT_EQ(together[i].best().pieces, alone.best().pieces) << i;
-    EXPECT_EQ(together[i].best().score, alone.best().score) << i;
+  // More sentences than are searched together, of many lengths (their beams step as one batch,
+  // each ending at its own step and its own length limit): each list is the one it has alone.
+  std::vector<std::string> texts{"zwei Hunde spielen", "ein Mann", "", "eine Frau liest ein Buch", "Rad"};
+  const std::vector<std::string> words{"ein", "Mann", "Frau", "liest", "Buch", "Hunde", "spielen", "Rad"};
+  for (size_t i = 0; i < 30; ++i) {
+    std::string text;
+    for (size_t w = 0; w <= i % 9; ++w) text += (w ? " " : "") + words[(i * 5 + w * 3) % words.size()];
+    texts.push_back(text);
   }
-  EXPECT_TRUE(together[2].best().text.empty());  // no pieces: nothing to translate
+  for (const attn::translation_options options :
+       {attn::translation_options{.beam = 2}, attn::translation_options{.beam = 3, .n_best = 3},
+        attn::translation_options{.beam = 1, .max_length = 4}}) {
+    const std::vector<attn::translation> together = m.translate(texts, options);
+    ASSERT_EQ(together.size(), texts.size());
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const attn::translation alone = m.translate(texts[i], options);
+      ASSERT_EQ(together[i].hypotheses.size(), alone.hypotheses.size()) << i;
+      for (size_t h = 0; h < alone.hypotheses.size(); ++h) {
+        EXPECT_EQ(together[i].hypotheses[h].pieces, alone.hypotheses[h].pieces) << i << " " << h;
+        EXPECT_EQ(together[i].hypotheses[h].score, alone.hypotheses[h].score) << i << " " << h;
+        EXPECT_EQ(together[i].hypotheses[h].ended, alone.hypotheses[h].ended) << i << " " << h;
+      }
+    }
+    EXPECT_TRUE(together[2].best().text.empty());  // no pieces: nothing to translate
+  }
   EXPECT_THROW(m.translate("x", {.beam = 0}), attn::error);
   EXPECT_THROW(m.translate("x", {.beam = 2, .n_best = 3}), attn::error);
   EXPECT_THROW(m.translate("x", {.length_penalty = 11}), attn::error);
