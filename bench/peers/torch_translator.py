@@ -24,6 +24,9 @@ log-probability / length^α (α 1, as attn), finished ones leaving the beam.
   torch_translator.py train --model attn.safetensors --train-source s.ids --train-target t.ids \\
       --valid-source vs.ids --vocabulary pieces.txt --seconds 600 --out hyps.txt
 
+  torch_translator.py speed --model attn.safetensors --sources s.ids --vocabulary pieces.txt --out hyps.txt
+
+(`speed`: attn's trained weights in the twin, its decoding loops timed on them; bench/translate/speed.py.)
 Prints one JSON line. Threads: --threads (default 2).
 """
 import argparse
@@ -246,7 +249,91 @@ def detokenize(ids, table):
     return "".join(table[i] for i in ids).replace("\u2581", " ").strip()
 
 
+def read_tensors(path):
+    """An attn translation model's float32 tensors by name (safetensors: a little-endian length, the
+    JSON header, the bytes)."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        if t["dtype"] != "F32":
+            raise SystemExit(f"error: {path}: tensor {name} is {t['dtype']}, not F32")
+        begin, end = t["data_offsets"]
+        out[name] = torch.frombuffer(bytearray(data[begin:end]), dtype=torch.float32).reshape(t["shape"])
+    return out
+
+
+@torch.no_grad()
+def load_attn_weights(model, path):
+    """attn's weights into the twin: the same names as nn.Transformer's, less its packed in_proj
+    (attn stores q, k and v apart) and with the encoder's self-attention named `attention`."""
+    t = read_tensors(path)
+    model.embedding.weight.copy_(t.pop("embedding.weight"))
+    tr = model.transformer
+
+    def attention(prefix, module):
+        module.in_proj_weight.copy_(torch.cat([t.pop(prefix + f"{k}_proj_weight") for k in "qkv"]))
+        module.in_proj_bias.copy_(torch.cat([t.pop(prefix + f"{k}_proj_bias") for k in "qkv"]))
+        module.out_proj.weight.copy_(t.pop(prefix + "out_proj.weight"))
+        module.out_proj.bias.copy_(t.pop(prefix + "out_proj.bias"))
+
+    for i, layer in enumerate(tr.encoder.layers):
+        attention(f"encoder.layers.{i}.attention.", layer.self_attn)
+    for i, layer in enumerate(tr.decoder.layers):
+        attention(f"decoder.layers.{i}.self_attn.", layer.self_attn)
+        attention(f"decoder.layers.{i}.multihead_attn.", layer.multihead_attn)
+    for name in list(t):  # linear1/2, norm1/2/3 and the final norms: nn.Transformer's own names
+        param = tr.get_parameter(name)
+        param.copy_(t.pop(name))
+
+
+def speed_main():
+    """torch_translator.py speed --model M --sources ids --vocabulary pieces.txt: the twin with attn's
+    weights translates the first --sentences sources (with pieces) at beam 1 and --beam, on 1 and 2
+    threads, each --rounds times; one JSON line with every round's sentences/s and target tokens/s
+    (tokens made + </s>), and the translations at --beam on --threads-out threads to --out."""
+    p = argparse.ArgumentParser()
+    p.add_argument("command", choices=["speed"])
+    p.add_argument("--model", required=True)
+    p.add_argument("--sources", required=True)
+    p.add_argument("--vocabulary", required=True)
+    p.add_argument("--sentences", type=int, default=100)
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--out", required=True)
+    a = p.parse_args()
+    c = read_config(a.model)
+    model = Twin(c, 0.0)
+    load_attn_weights(model, a.model)
+    model.eval()
+    table = open(a.vocabulary, encoding="utf-8").read().split("\n")[:-1]
+    subset = [s + [EOS] for s in read_ids(a.sources) if s][:a.sentences]
+    speed = {}
+    for _ in range(a.rounds):
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            for beam in (1, a.beam):
+                t0 = time.perf_counter()
+                made = [translate(model, s, beam) for s in subset]
+                seconds = time.perf_counter() - t0
+                speed.setdefault(f"beam{beam}_threads{threads}", []).append(
+                    {"sentences_per_second": len(subset) / seconds,
+                     "target_tokens_per_second": sum(len(m) + 1 for m in made) / seconds})
+                if beam == a.beam and threads == 1:
+                    with open(a.out, "w", encoding="utf-8") as out:
+                        out.writelines(detokenize(m, table) + "\n" for m in made)
+    print(json.dumps({"sentences": len(subset), "speed": speed, "torch": torch.__version__,
+                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
 def main():
+    import sys
+    if len(sys.argv) > 1 and sys.argv[1] == "speed":
+        return speed_main()
     p = argparse.ArgumentParser()
     p.add_argument("command", choices=["train"])
     p.add_argument("--model", required=True, help="an attn translation model file (its shape)")
