@@ -25,9 +25,9 @@ std::unique_ptr<decoder_state> translation_decoding::start() const {
 std::span<const float> translation_decoding::read(decoder_state& state, std::span<const int64_t> tokens) const {
   if (tokens.empty()) throw_usage("a decoder reads at least one token");
   auto& s = static_cast<translation_state&>(state);
-  const std::vector<float>* logits = nullptr;
-  for (const int64_t token : tokens) logits = &s.decoder.step(token);
-  return *logits;
+  std::span<const float> logits;
+  for (const int64_t token : tokens) logits = s.decoder.step(token);
+  return logits;
 }
 
 std::vector<std::span<const float>> translation_decoding::step_each(std::span<decoder_state* const> states,

@@ -242,7 +242,15 @@ translator_decoder::translator_decoder(const translator_steps& weights, std::spa
   for (nn::self_attention_kv& kv : self_kv_) kv.reset(s.width, capacity_);
 }
 
-const std::vector<float>& translator_decoder::step(int64_t id) {
+translator_decoder::translator_decoder(const translator_decoder& other)
+    : weights_(other.weights_),
+      source_length_(other.source_length_),
+      capacity_(other.capacity_),
+      length_(other.length_),
+      cross_(other.cross_),
+      self_kv_(other.self_kv_) {}
+
+std::span<const float> translator_decoder::step(int64_t id) {
   translator_decoder* self = this;
   step_together({&self, 1}, {&id, 1});
   return logits_;
@@ -266,16 +274,20 @@ void translator_decoder::step_together(std::span<translator_decoder* const> deco
   for (const translator_decoder* d : decoders)
     if (t >= d->capacity_) throw_usage(fmt::format("a translation longer than {} pieces", d->capacity_));
   // The rows' embeddings + position (as forward's embed), then every layer over all of them.
-  thread_local std::vector<float> x, normed, mean, rstd, logits;
+  thread_local std::vector<float> x, normed, mean, rstd;
   thread_local nn::decoder_block_row_scratch block;
   x.resize(static_cast<size_t>(rows * e));
   const double scale = std::sqrt(static_cast<double>(e));
+  thread_local std::vector<double> position;  // every row is at t
+  position.resize(static_cast<size_t>(e));
+  for (int64_t j = 0; j < e; ++j) position[static_cast<size_t>(j)] = sinusoid(t, j, e);
   for (int64_t k = 0; k < rows; ++k) {
     const int64_t id = ids[static_cast<size_t>(k)];
     if (id < 0 || id >= s.vocabulary) throw_usage(fmt::format("piece {} is not among the model's {}", id, s.vocabulary));
     for (int64_t j = 0; j < e; ++j)
-      x[static_cast<size_t>(k * e + j)] = static_cast<float>(
-          static_cast<double>(m.embedding.value[static_cast<size_t>(id * e + j)]) * scale + sinusoid(t, j, e));
+      x[static_cast<size_t>(k * e + j)] =
+          static_cast<float>(static_cast<double>(m.embedding.value[static_cast<size_t>(id * e + j)]) * scale +
+                             position[static_cast<size_t>(j)]);
   }
   const nn::decoder_block_shape shape{.batch = 1, .target = 1, .source = 0 /* each row its own */, .width = e,
                                       .heads = s.heads, .feedforward = s.feedforward};
@@ -293,11 +305,13 @@ void translator_decoder::step_together(std::span<translator_decoder* const> deco
   rstd.resize(static_cast<size_t>(rows));
   nn::layer_norm_forward(x.data(), m.decoder_norm_weight.value.data(), m.decoder_norm_bias.value.data(),
                          normed.data(), mean.data(), rstd.data(), rows, e);
-  logits.resize(static_cast<size_t>(rows * s.vocabulary));
-  w.output().apply(normed.data(), rows, logits.data());
+  // Uninitialised: the product writes every element.
+  const std::shared_ptr<float[]> logits = std::make_shared_for_overwrite<float[]>(static_cast<size_t>(rows * s.vocabulary));
+  w.output().apply(normed.data(), rows, logits.get());
   for (int64_t k = 0; k < rows; ++k) {
     translator_decoder& d = *decoders[static_cast<size_t>(k)];
-    d.logits_.assign(logits.begin() + k * s.vocabulary, logits.begin() + (k + 1) * s.vocabulary);
+    d.logits_block_ = logits;
+    d.logits_ = {logits.get() + k * s.vocabulary, static_cast<size_t>(s.vocabulary)};
     ++d.length_;
   }
 }

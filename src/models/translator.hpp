@@ -123,15 +123,22 @@ class translator_decoder {
   // source: the sentence's pieces (ending in </s>), none padding; capacity: the most target
   // tokens it will read (a usage error past it).
   translator_decoder(const translator_steps& weights, std::span<const int64_t> source, int64_t capacity);
+  // A copy has read the same tokens and shares the sentence's memory; its logits() are empty
+  // until it steps (beam search copies a hypothesis to continue it, never to reread its scores).
+  translator_decoder(const translator_decoder& other);
+  translator_decoder(translator_decoder&&) = default;
+  translator_decoder& operator=(const translator_decoder&) = delete;
+  translator_decoder& operator=(translator_decoder&&) = default;
 
-  // Reads the token at position length(); returns the logits of the token after it [V].
-  const std::vector<float>& step(int64_t id);
+  // Reads the token at position length(); returns the logits of the token after it [V], valid
+  // while this decoder lives and reads nothing else.
+  std::span<const float> step(int64_t id);
   // Several decoders (beam search's hypotheses, of one sentence or of several) each read their
   // token, decoder k ids[k], in one pass: each layer's weights are read once for all of them,
   // each row attends to its own cache and its own sentence. Their logits (logits()) are the bits
   // step() gives each alone. Decoders of other models or of other lengths step one at a time.
   static void step_together(std::span<translator_decoder* const> decoders, std::span<const int64_t> ids);
-  const std::vector<float>& logits() const { return logits_; }
+  std::span<const float> logits() const { return logits_; }
   int64_t length() const { return length_; }
   int64_t source_length() const { return source_length_; }
 
@@ -140,7 +147,10 @@ class translator_decoder {
   int64_t source_length_ = 0, capacity_ = 0, length_ = 0;
   std::shared_ptr<const std::vector<nn::cross_keys_values>> cross_;  // each decoder layer's
   std::vector<nn::self_attention_kv> self_kv_;                        // each decoder layer's
-  std::vector<float> logits_;
+  // Rows read together write their logits into one block [rows, V] that they share: no copy
+  // per row.
+  std::shared_ptr<const float[]> logits_block_;
+  std::span<const float> logits_;
 };
 
 }  // namespace attn::models

@@ -177,20 +177,20 @@ cross_keys_values cross_keys_values_forward(const float* memory, const decoder_p
   attention_keys_values_forward(memory, w.cross_attention.weights(), projected,
                                 {.batch = 1, .queries = 1, .keys = source, .query_input = width, .key_input = width,
                                  .width = width, .heads = heads});
-  // [H, S, d] → [H·d, S]: head h's dimension c is row h·d + c
+  // [H, S, d] → each position's [E] (head h's dimension c at h·d + c)
   const int64_t d = width / heads;
   cross_keys_values c;
-  c.length = source;
-  c.keys.resize(static_cast<size_t>(width * source));
-  c.values.resize(c.keys.size());
-  for (int64_t h = 0; h < heads; ++h)
-    for (int64_t j = 0; j < source; ++j)
-      for (int64_t k = 0; k < d; ++k) {
-        const auto from = static_cast<size_t>((h * source + j) * d + k);
-        const auto to = static_cast<size_t>((h * d + k) * source + j);
-        c.keys[to] = projected.k[from];
-        c.values[to] = projected.v[from];
+  c.reset(width, source);
+  std::vector<float> k(static_cast<size_t>(width)), v(k.size());
+  for (int64_t j = 0; j < source; ++j) {
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < d; ++i) {
+        const auto from = static_cast<size_t>((h * source + j) * d + i);
+        k[static_cast<size_t>(h * d + i)] = projected.k[from];
+        v[static_cast<size_t>(h * d + i)] = projected.v[from];
       }
+    c.append(k.data(), v.data());
+  }
   return c;
 }
 
@@ -206,7 +206,8 @@ void decoder_block_rows_forward(float* x, const decoder_block_steps& w, std::spa
   r.pre.resize(static_cast<std::size_t>(rows * f));
   r.mean.resize(static_cast<std::size_t>(rows));
   r.rstd.resize(static_cast<std::size_t>(rows));
-  r.scores.resize(static_cast<std::size_t>(longest));
+  const int64_t blocks = (longest + keys_values::block - 1) / keys_values::block;
+  r.scores.resize(static_cast<std::size_t>(blocks * keys_values::block));
   const auto add = [&] {
     for (int64_t j = 0; j < rows * e; ++j) x[j] += r.attended[static_cast<std::size_t>(j)];
   };
@@ -223,10 +224,9 @@ void decoder_block_rows_forward(float* x, const decoder_block_steps& w, std::spa
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
   for (int64_t row = 0; row < rows; ++row) {
     const cross_keys_values& c = *cross[static_cast<std::size_t>(row)];
-    const int64_t n = c.length;
     for (int64_t h = 0; h < s.heads; ++h)
-      attend_cached(r.query.data() + row * e + h * d, c.keys.data() + h * d * n, c.values.data() + h * d * n,
-                    r.merged.data() + row * e + h * d, n, d, n, scale, r.scores.data());
+      attend_cached(r.query.data() + row * e + h * d, c, h, d, scale, r.merged.data() + row * e + h * d,
+                    r.scores.data());
   }
   w.cross_out.apply(r.merged.data(), rows, r.attended.data());
   add();

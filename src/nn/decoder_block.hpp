@@ -77,12 +77,9 @@ struct decoder_block_steps {
 };
 
 // One sentence's memory as each decoder layer's cross-attention reads it: its keys and values
-// projected once (attention_keys_values_forward) and stored dimension-major, [E][S], the layout
-// of attend_cached.
-struct cross_keys_values {
-  std::vector<float> keys, values;
-  int64_t length = 0;  // S
-};
+// projected once (attention_keys_values_forward), kept as the self-attention cache keeps its
+// own (keys_values, the layout of attend_cached).
+using cross_keys_values = keys_values;
 // memory [S, E] (one sentence, every position real) → its keys and values for block w.
 cross_keys_values cross_keys_values_forward(const float* memory, const decoder_parameters<float>& w, int64_t source,
                                             int64_t width, int64_t heads);

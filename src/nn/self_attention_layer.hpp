@@ -56,24 +56,30 @@ void self_attention_backward(const T* dy, const T* x, const self_attention_weigh
 
 // The one-row path (generation): a causal layer reads one token at a time and keeps every
 // position's key and value, so a new token costs one query row, never the whole prefix again.
-// keys, values: dimension-major [E, capacity] (head h's rows h·D … h·D + D − 1), so that one
-// query's scores and weighted sum run along the positions.
-struct self_attention_kv {
+// Laid out for attend_cached: keys in blocks of 16 positions, each block dimension-major
+// [E][16] (one head's scores are 16 positions per vector operation, whatever the length),
+// values position-major [n][E] (the weighted sum adds whole value rows, no sums across a
+// vector's lanes). Both grow as positions join, so a copy (a beam's hypothesis) copies only
+// the positions read.
+struct keys_values {
+  static constexpr int64_t block = 16;
   std::vector<float> keys, values;
-  int64_t capacity = 0;
-  void reset(int64_t width, int64_t positions) {
-    capacity = positions;
-    keys.assign(static_cast<std::size_t>(width * positions), 0.0f);
-    values = keys;
-  }
+  int64_t width = 0, length = 0;  // E, n
+  // Empty, room for `positions` (a hint: it grows past them).
+  void reset(int64_t e, int64_t positions);
+  // Forgets the positions from n on (n ≤ length).
+  void keep(int64_t n);
+  // k, v [E] join as position `length`.
+  void append(const float* k, const float* v);
 };
+using self_attention_kv = keys_values;
 
 struct self_attention_row_scratch {
   std::vector<float> q, k, v, merged, scores;
 };
 
-// x [E] at position t (< kv.capacity) → y [E]: the query of t against the keys and values of
-// 0 … t, position t's own joining kv first. The same projections and heads as the forward
+// x [E] at position t (≤ kv.length; any positions from t on are forgotten first) → y [E]: the
+// query of t against the keys and values of 0 … t, position t's own joining kv first. The same projections and heads as the forward
 // above with a causal mask, one row at a time (tests hold the two together).
 void self_attention_row_forward(const float* x, const self_attention_weights<float>& w, float* y,
                                 self_attention_kv& kv, int64_t t, const self_attention_shape& s,
@@ -85,10 +91,9 @@ void self_attention_rows_forward(const float* x, const rows_linear& qkv, const r
                                  std::span<self_attention_kv* const> kv, int64_t t, const self_attention_shape& s,
                                  self_attention_row_scratch& scratch);
 
-// One head's query q [d] against n cached keys and values stored dimension-major (row c holds
-// dimension c for every position, `stride` apart): softmax(q·kⱼ·scale)·V → out [d]. scores:
-// room for n.
-void attend_cached(const float* q, const float* keys, const float* values, float* out, int64_t n, int64_t d,
-                   int64_t stride, float scale, float* scores);
+// Head h's query q [d] (d = E / heads) against the cached keys and values of positions
+// 0 … length − 1: softmax(q·kⱼ·scale)·V → out [d]. scores: room for length rounded up to 16.
+void attend_cached(const float* q, const keys_values& kv, int64_t h, int64_t d, float scale, float* out,
+                   float* scores);
 
 }  // namespace attn::nn

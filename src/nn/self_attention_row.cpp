@@ -2,6 +2,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
+#include "attn/error.hpp"
 #include "kernels/exp_nonpositive.hpp"
 #include "nn/linear_layer.hpp"
 #include "nn/rows_linear.hpp"
@@ -9,56 +12,116 @@
 
 namespace attn::nn {
 
-// One head's query against its n cached keys and values, both stored dimension-major (row c of
-// d holds that dimension for every position, `stride` apart): softmax(q·kⱼ·scale) weighting
-// the values. Every loop runs along the positions, so it vectorises whatever d is and the
-// row's cost grows as n/16 vector operations, not n short dot products.
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-void attend_cached(const float* q, const float* keys, const float* values, float* out, int64_t n, int64_t d,
-            int64_t stride, float scale, float* scores) {
-  for (int64_t j = 0; j < n; ++j) scores[j] = 0;
-  for (int64_t c = 0; c < d; ++c) {
-    const float qc = q[c] * scale;
-    const float* k = keys + c * stride;
+void keys_values::reset(int64_t e, int64_t positions) {
+  width = e;
+  length = 0;
+  keys.clear();
+  values.clear();
+  keys.reserve(static_cast<size_t>((positions + block - 1) / block * block * e));
+  values.reserve(static_cast<size_t>(positions * e));
+}
+
+void keys_values::keep(int64_t n) {
+  if (n < 0 || n > length) throw_usage(fmt::format("{} cached positions kept of {}", n, length));
+  length = n;
+  keys.resize(static_cast<size_t>((n + block - 1) / block * block * width));
+  values.resize(static_cast<size_t>(n * width));
+}
+
+void keys_values::append(const float* k, const float* v) {
+  const int64_t lane = length % block;
+  if (lane == 0) keys.resize(keys.size() + static_cast<size_t>(block * width), 0.0f);
+  float* tile = keys.data() + (length / block) * block * width + lane;
+  for (int64_t c = 0; c < width; ++c) tile[c * block] = k[c];
+  values.insert(values.end(), v, v + width);
+  ++length;
+}
+
+namespace {
+
+constexpr int64_t lanes = keys_values::block;
+
+// A block's 16 scores: Σ_c q[c]·scale·k[c][lane] with four running sums (c mod 4), so that
+// consecutive multiply-adds do not wait on each other.
+inline void block_scores(const float* q, const float* k, int64_t d, float scale, float* out) {
+  float s0[lanes] = {}, s1[lanes] = {}, s2[lanes] = {}, s3[lanes] = {};
+  int64_t c = 0;
+  for (; c + 4 <= d; c += 4) {
+    const float q0 = q[c] * scale, q1 = q[c + 1] * scale, q2 = q[c + 2] * scale, q3 = q[c + 3] * scale;
+    const float* k0 = k + c * lanes;
 #pragma omp simd
-    for (int64_t j = 0; j < n; ++j) scores[j] += qc * k[j];
+    for (int64_t l = 0; l < lanes; ++l) {
+      s0[l] += q0 * k0[l];
+      s1[l] += q1 * k0[lanes + l];
+      s2[l] += q2 * k0[2 * lanes + l];
+      s3[l] += q3 * k0[3 * lanes + l];
+    }
   }
+  for (; c < d; ++c) {
+    const float qc = q[c] * scale;
+#pragma omp simd
+    for (int64_t l = 0; l < lanes; ++l) s0[l] += qc * k[c * lanes + l];
+  }
+#pragma omp simd
+  for (int64_t l = 0; l < lanes; ++l) out[l] = (s0[l] + s1[l]) + (s2[l] + s3[l]);
+}
+
+}  // namespace
+
+// Every loop runs 16 lanes wide over whole blocks (the last block's unused lanes weigh 0), so no loop falls to a scalar remainder when a sentence is short,
+// and the weighted sum adds value rows d wide: a row's cost is n/16 vector operations per
+// dimension for the scores and n per 16 dimensions for the sum.
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+void attend_cached(const float* q, const keys_values& kv, int64_t h, int64_t d, float scale, float* out,
+                   float* scores) {
+  const int64_t n = kv.length, e = kv.width, blocks = (n + lanes - 1) / lanes, padded = blocks * lanes;
+  const float* keys = kv.keys.data() + h * d * lanes;
+  for (int64_t b = 0; b < blocks; ++b) block_scores(q, keys + b * e * lanes, d, scale, scores + b * lanes);
   float top = -INFINITY;
-#pragma omp simd reduction(max : top)
   for (int64_t j = 0; j < n; ++j) top = std::max(top, scores[j]);
+  for (int64_t j = n; j < padded; ++j) scores[j] = top;  // the unused lanes: e^0, then 0
+#pragma omp simd
+  for (int64_t j = 0; j < padded; ++j) scores[j] = kernels::exp_nonpositive(scores[j] - top);
+  for (int64_t j = n; j < padded; ++j) scores[j] = 0;
   float sum = 0;
 #pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < n; ++j) sum += scores[j] = kernels::exp_nonpositive(scores[j] - top);
+  for (int64_t j = 0; j < padded; ++j) sum += scores[j];
   const float inverse = 1.0f / sum;
-  for (int64_t c = 0; c < d; ++c) {
-    const float* v = values + c * stride;
-    float dot = 0;
-#pragma omp simd reduction(+ : dot)
-    for (int64_t j = 0; j < n; ++j) dot += scores[j] * v[j];
-    out[c] = dot * inverse;
+  const float* values = kv.values.data() + h * d;
+  int64_t c = 0;
+  for (; c + lanes <= d; c += lanes) {
+    float acc[lanes] = {};
+    for (int64_t j = 0; j < n; ++j) {
+      const float p = scores[j];
+      const float* v = values + j * e + c;
+#pragma omp simd
+      for (int64_t l = 0; l < lanes; ++l) acc[l] += p * v[l];
+    }
+#pragma omp simd
+    for (int64_t l = 0; l < lanes; ++l) out[c + l] = acc[l] * inverse;
+  }
+  for (; c < d; ++c) {
+    float acc = 0;
+    for (int64_t j = 0; j < n; ++j) acc += scores[j] * values[j * e + c];
+    out[c] = acc * inverse;
   }
 }
 
 void self_attention_row_forward(const float* x, const self_attention_weights<float>& w, float* y,
                                 self_attention_kv& kv, int64_t t, const self_attention_shape& s,
                                 self_attention_row_scratch& r) {
-  const int64_t e = s.width, in = s.input, d = s.width / s.heads, stride = kv.capacity;
+  const int64_t e = s.width, in = s.input, d = s.width / s.heads;
   for (auto* v : {&r.q, &r.k, &r.v, &r.merged}) v->resize(static_cast<size_t>(e));
-  r.scores.resize(static_cast<size_t>(kv.capacity));
   linear_row_forward(x, w.wq, w.bq, r.q.data(), in, e);
-  // The new key and value join the cache as column t.
+  // The new key and value join the cache as position t.
   linear_row_forward(x, w.wk, w.bk, r.k.data(), in, e);
   linear_row_forward(x, w.wv, w.bv, r.v.data(), in, e);
-  float* keys = kv.keys.data();
-  float* values = kv.values.data();
-  for (int64_t j = 0; j < e; ++j) {
-    keys[j * stride + t] = r.k[static_cast<size_t>(j)];
-    values[j * stride + t] = r.v[static_cast<size_t>(j)];
-  }
+  if (kv.width != e) kv.reset(e, t + 1);
+  kv.keep(t);
+  kv.append(r.k.data(), r.v.data());
+  r.scores.resize(static_cast<size_t>((t + lanes) / lanes * lanes));
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-  for (int64_t h = 0; h < s.heads; ++h)
-    attend_cached(r.q.data() + h * d, keys + h * d * stride, values + h * d * stride, r.merged.data() + h * d,
-           t + 1, d, stride, scale, r.scores.data());
+  for (int64_t h = 0; h < s.heads; ++h) attend_cached(r.q.data() + h * d, kv, h, d, scale, r.merged.data() + h * d, r.scores.data());
   linear_row_forward(r.merged.data(), w.wo, w.bo, y, e, e);
 }
 
@@ -69,22 +132,17 @@ void self_attention_rows_forward(const float* x, const rows_linear& qkv, const r
   const int64_t e = s.width, d = s.width / s.heads;
   r.q.resize(static_cast<size_t>(rows * 3 * e));  // each row's q | k | v
   r.merged.resize(static_cast<size_t>(rows * e));
+  r.scores.resize(static_cast<size_t>((t + lanes) / lanes * lanes));
   qkv.apply(x, rows, r.q.data());
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
   for (int64_t row = 0; row < rows; ++row) {
     self_attention_kv& c = *kv[static_cast<size_t>(row)];
-    const int64_t stride = c.capacity;
-    r.scores.resize(static_cast<size_t>(std::max<int64_t>(stride, 1)));
     const float* q = r.q.data() + row * 3 * e;
-    float* keys = c.keys.data();
-    float* values = c.values.data();
-    for (int64_t j = 0; j < e; ++j) {  // the new key and value join the cache as column t
-      keys[j * stride + t] = q[e + j];
-      values[j * stride + t] = q[2 * e + j];
-    }
+    if (c.width != e) c.reset(e, t + 1);
+    c.keep(t);
+    c.append(q + e, q + 2 * e);  // the new key and value join the cache as position t
     for (int64_t h = 0; h < s.heads; ++h)
-      attend_cached(q + h * d, keys + h * d * stride, values + h * d * stride, r.merged.data() + row * e + h * d,
-                    t + 1, d, stride, scale, r.scores.data());
+      attend_cached(q + h * d, c, h, d, scale, r.merged.data() + row * e + h * d, r.scores.data());
   }
   out.apply(r.merged.data(), rows, y);
 }

@@ -171,7 +171,7 @@ TEST(translator, the_one_row_decoder_gives_forwards_logits) {
   const attn::models::translator_steps steps(m);
   attn::models::translator_decoder d(steps, b.source, 8);
   for (size_t t = 0; t < b.target_in.size(); ++t) {
-    const std::vector<float>& logits = d.step(b.target_in[t]);
+    const std::span<const float> logits = d.step(b.target_in[t]);
     ASSERT_EQ(logits.size(), 11u);
     for (size_t j = 0; j < logits.size(); ++j)
       EXPECT_NEAR(logits[j], cache.logits[t * 11 + j], 2e-5 * (1 + std::fabs(cache.logits[t * 11 + j]))) << t << "," << j;
@@ -183,6 +183,27 @@ TEST(translator, the_one_row_decoder_gives_forwards_logits) {
         short_one.step(4);  // past its capacity
       },
       attn::error);
+}
+
+// A copy (beam search's hypothesis continued another way) copies only the positions read;
+// stepped on from any length, across the cache's blocks of 16, it gives its original's logits.
+TEST(translator, a_copied_decoder_steps_as_its_original) {
+  std::mt19937 rng(21);
+  translator<float> m(shape);
+  randomise(m, rng);
+  const std::vector<int64_t> source{5, 8, 6, 9, 3};
+  const attn::models::translator_steps steps(m);
+  attn::models::translator_decoder original(steps, source, 40);
+  original.step(2);
+  for (int64_t t = 1; t < 36; ++t) {
+    attn::models::translator_decoder copy = original;
+    EXPECT_TRUE(copy.logits().empty());
+    EXPECT_EQ(copy.length(), original.length());
+    const int64_t id = 4 + t % 7;
+    const std::span<const float> a = original.step(id), b = copy.step(id);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t j = 0; j < a.size(); ++j) EXPECT_EQ(a[j], b[j]) << "length " << t << ", logit " << j;
+  }
 }
 
 TEST(translator, beam_search_of_one_is_the_greedy_path) {
@@ -201,7 +222,7 @@ TEST(translator, beam_search_of_one_is_the_greedy_path) {
   const auto best = attn::decode::beam_search(model, start, greedy_options);
   ASSERT_EQ(best.size(), 1u);
   attn::models::translator_decoder d(steps, source, 12);
-  std::vector<float> logits = d.step(2);
+  std::span<const float> logits = d.step(2);
   std::vector<int64_t> greedy;
   for (int k = 0; k < 10; ++k) {
     const auto next = static_cast<int64_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
@@ -240,7 +261,7 @@ TEST(translator, hypotheses_stepped_together_give_each_ones_logits) {
     std::vector<attn::models::translator_decoder*> pointers{&together[0], &together[1], &together[2]};
     attn::models::translator_decoder::step_together(pointers, ids);
     for (size_t k = 0; k < 3; ++k) {
-      const std::vector<float>& expected = alone[k].step(ids[k]);
+      const std::span<const float> expected = alone[k].step(ids[k]);
       ASSERT_EQ(together[k].logits().size(), expected.size());
       for (size_t j = 0; j < expected.size(); ++j)
         EXPECT_EQ(together[k].logits()[j], expected[j]) << round << "," << k << "," << j;
