@@ -97,9 +97,17 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, traina
   const auto run_seconds = [&] { return seconds_before + seconds_since(start); };
   const int64_t first_done = p.done, first_tokens = p.all_tokens;
   // MFU's denominator: the FMA peak, measured once (a tenth of a second) in a run someone reads
-  // the steps of, after its first second (a short run pays nothing); the time it takes is left
-  // out of the tokens a second.
-  double peak_flops = 0, measuring = 0;
+  // the steps of, after its first second (a short run pays nothing).
+  double peak_flops = 0;
+  // Seconds spent beside the steps — the peak's measurement, held-out scoring, snapshots and
+  // checkpoints — left out of the tokens a second and the MFU, which are the steps' own (as
+  // nanoGPT's and PyTorch twins' clocks stop while they evaluate). The --time budget counts them.
+  double aside = 0;
+  const auto set_aside = [&](const auto& work) {
+    const auto t = clock::now();
+    work();
+    aside += seconds_since(t);
+  };
   bool measured = false;
   const auto measure_peak = [&] {
     measured = true;
@@ -107,9 +115,7 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, traina
       peak_flops = device->peak_flops();
       return;
     }
-    const auto m0 = clock::now();
-    peak_flops = measure_fma_peak_gflops(omp_get_max_threads(), 0.1) * 1e9;
-    measuring += seconds_since(m0);
+    set_aside([&] { peak_flops = measure_fma_peak_gflops(omp_get_max_threads(), 0.1) * 1e9; });
   };
   double flops = 0;  // this sitting's steps'
   const bool shared = cb.exchange != nullptr && cb.exchange->processes > 1;
@@ -145,7 +151,9 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, traina
   };
   const auto score_held_out = [&] {
     optimiser.flush();  // bring deferred rows up to date
-    return eval.held_out();
+    scored_examples sc;
+    set_aside([&] { sc = eval.held_out(); });
+    return sc;
   };
   const auto save = [&](const progress& at) {
     save_checkpoint(identity, at, source, result.epochs, result.evaluations, params, optimiser, best_weights);
@@ -166,7 +174,7 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, traina
       resumed = false;
       if (part_batches == 0) break;
       const auto t0 = clock::now();
-      const double measuring_before = measuring;
+      const double aside_before = aside;
       for (; p.batch < part_batches; ++p.batch) {
         if (stop_here()) {
           p.seconds = run_seconds();
@@ -202,7 +210,7 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, traina
         flops += model.step_flops(b, t);
         if (cb.on_step) {
           if (!measured && seconds_since(start) >= 1.0) measure_peak();
-          const double elapsed = seconds_since(start) - measuring;
+          const double elapsed = seconds_since(start) - aside;
           const auto here = static_cast<double>(p.done - first_done);
           double eta = here > 0 ? elapsed / here * static_cast<double>(total - p.done) : 0.0;
           if (o.time_limit > 0) eta = std::min(eta, std::max(0.0, o.time_limit - run_seconds()));
@@ -228,15 +236,17 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, traina
         // Never a diverged state over a sound one. Every rank checks (their weights are the
         // same), not only the one that writes: a rank that stopped alone would leave the others
         // waiting in the next step's exchange.
-        if (snapshot_now || checkpoint_now) check_finite_weights(o, params, p.done);
-        if (snapshot_now && writes && cb.on_snapshot) cb.on_snapshot(p.done, encode_model());
-        if (checkpoint_now && checkpoints && writes) {
-          progress at = p;
-          ++at.batch;  // this batch is done
-          at.seconds = run_seconds();
-          save(at);
-          result.checkpoint_written = true;
-        }
+        set_aside([&] {
+          if (snapshot_now || checkpoint_now) check_finite_weights(o, params, p.done);
+          if (snapshot_now && writes && cb.on_snapshot) cb.on_snapshot(p.done, encode_model());
+          if (checkpoint_now && checkpoints && writes) {
+            progress at = p;
+            ++at.batch;  // this batch is done
+            at.seconds = run_seconds();
+            save(at);
+            result.checkpoint_written = true;
+          }
+        });
         result.budget_end = budget_spent();
         if (!result.budget_end.empty() || p.done >= total) {
           last_epoch = true;
@@ -244,7 +254,7 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, traina
           break;
         }
       }
-      epoch_train_seconds += seconds_since(t0) - (measuring - measuring_before);
+      epoch_train_seconds += seconds_since(t0) - (aside - aside_before);
       if (last_epoch) break;
       source.end_part();
     }
@@ -256,9 +266,10 @@ void run_training_loop(const train_options& o, const train_callbacks& cb, traina
     r.on_validation = validating;
     weights_back();
     optimiser.flush();
-    const scored_examples sc = validating ? eval.held_out()
-                               : eval.without_held_out ? eval.without_held_out()
-                                                       : scored_examples{};
+    scored_examples sc;
+    set_aside([&] {
+      sc = validating ? eval.held_out() : eval.without_held_out ? eval.without_held_out() : scored_examples{};
+    });
     r.accuracy = sc.accuracy;
     r.eval_loss = sc.loss;
     r.n = sc.n;
