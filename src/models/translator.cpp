@@ -306,7 +306,8 @@ void translator_decoder::step_together(std::span<translator_decoder* const> deco
   nn::layer_norm_forward(x.data(), m.decoder_norm_weight.value.data(), m.decoder_norm_bias.value.data(),
                          normed.data(), mean.data(), rstd.data(), rows, e);
   // Uninitialised: the product writes every element.
-  const std::shared_ptr<float[]> logits = std::make_shared_for_overwrite<float[]>(static_cast<size_t>(rows * s.vocabulary));
+  const std::shared_ptr<float[]> logits =
+      std::make_shared_for_overwrite<float[]>(static_cast<size_t>(rows * s.vocabulary));
   w.output().apply(normed.data(), rows, logits.get());
   for (int64_t k = 0; k < rows; ++k) {
     translator_decoder& d = *decoders[static_cast<size_t>(k)];

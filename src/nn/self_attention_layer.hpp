@@ -79,8 +79,9 @@ struct self_attention_row_scratch {
 };
 
 // x [E] at position t (≤ kv.length; any positions from t on are forgotten first) → y [E]: the
-// query of t against the keys and values of 0 … t, position t's own joining kv first. The same projections and heads as the forward
-// above with a causal mask, one row at a time (tests hold the two together).
+// query of t against the keys and values of 0 … t, position t's own joining kv first. The same
+// projections and heads as the forward above with a causal mask, one row at a time (tests hold
+// the two together).
 void self_attention_row_forward(const float* x, const self_attention_weights<float>& w, float* y,
                                 self_attention_kv& kv, int64_t t, const self_attention_shape& s,
                                 self_attention_row_scratch& scratch);

@@ -68,9 +68,10 @@ inline void block_scores(const float* q, const float* k, int64_t d, float scale,
 
 }  // namespace
 
-// Every loop runs 16 lanes wide over whole blocks (the last block's unused lanes weigh 0), so no loop falls to a scalar remainder when a sentence is short,
-// and the weighted sum adds value rows d wide: a row's cost is n/16 vector operations per
-// dimension for the scores and n per 16 dimensions for the sum.
+// Every loop runs 16 lanes wide over whole blocks (the last block's unused lanes weigh 0), so
+// no loop falls to a scalar remainder when a sentence is short, and the weighted sum adds value
+// rows d wide: a row's cost is n/16 vector operations per dimension for the scores and n per 16
+// dimensions for the sum.
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 void attend_cached(const float* q, const keys_values& kv, int64_t h, int64_t d, float scale, float* out,
                    float* scores) {
@@ -121,7 +122,8 @@ void self_attention_row_forward(const float* x, const self_attention_weights<flo
   kv.append(r.k.data(), r.v.data());
   r.scores.resize(static_cast<size_t>((t + lanes) / lanes * lanes));
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-  for (int64_t h = 0; h < s.heads; ++h) attend_cached(r.q.data() + h * d, kv, h, d, scale, r.merged.data() + h * d, r.scores.data());
+  for (int64_t h = 0; h < s.heads; ++h)
+    attend_cached(r.q.data() + h * d, kv, h, d, scale, r.merged.data() + h * d, r.scores.data());
   linear_row_forward(r.merged.data(), w.wo, w.bo, y, e, e);
 }
 

@@ -52,7 +52,8 @@ void check_against_reference(int64_t n, int64_t heads, int64_t d, unsigned seed)
 
 TEST(keys_values, attend_cached_matches_the_definition) {
   for (const int64_t n : {1, 7, 15, 16, 17, 33, 63, 65, 129})
-    for (const int64_t d : {1, 7, 16, 20, 64}) check_against_reference(n, d == 64 ? 4 : 3, d, static_cast<unsigned>(n * 100 + d));
+    for (const int64_t d : {1, 7, 16, 20, 64})
+      check_against_reference(n, d == 64 ? 4 : 3, d, static_cast<unsigned>(n * 100 + d));
 }
 
 TEST(keys_values, keep_forgets_the_later_positions_and_a_copy_holds_only_what_was_read) {
