@@ -55,7 +55,11 @@ void gemm_bf16(const gemm_args& g) {
   const int threads = threads_for(g);
   switch (selected_bf16_path()) {
 #if defined(__x86_64__) || defined(__i386__)
-    case bf16_path::avx512_bf16: return gemm_bf16_avx512(g, threads);
+    case bf16_path::avx512_bf16:
+      // The tiles are 16 rows and 32 of the inner dimension deep: a smaller product is mostly
+      // padding, and vdpbf16ps does it with less packing.
+      if (g.m >= 16 && g.n >= 16 && g.k >= 32 && amx_bf16_usable()) return gemm_bf16_amx(g, threads);
+      return gemm_bf16_avx512(g, threads);
     case bf16_path::emulated_avx512: return gemm_bf16_avx512_emulated(g, threads);
     case bf16_path::emulated_avx2: return gemm_bf16_avx2(g, threads);
 #endif

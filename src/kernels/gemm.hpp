@@ -73,6 +73,8 @@ int64_t avx2_panel_columns();
 void gemm_bf16_avx512(const gemm_args& g, int threads);
 void gemm_bf16_avx512_emulated(const gemm_args& g, int threads);
 void gemm_bf16_avx2(const gemm_args& g, int threads);
+// On AMX's tiles (only where kernels::amx_bf16_usable(): the tile instructions fault elsewhere).
+void gemm_bf16_amx(const gemm_args& g, int threads);
 
 // y[rows, out] = x[rows, in] · w[out, in]ᵀ (+ bias[out] when given); all dense: a linear layer.
 void gemm_xwt(const float* x, int64_t rows, int64_t in, const float* w, int64_t out,

@@ -3,6 +3,12 @@
 #include <cstdlib>
 #include <string>
 
+#if defined(__linux__) && defined(__x86_64__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace attn::kernels {
 
 namespace {
@@ -46,6 +52,25 @@ bf16_path selected_bf16_path() {
     return bf16_path::emulated_avx512;
   }();
   return chosen;
+}
+
+bool amx_bf16_usable() {
+  static const bool usable = [] {
+    if (selected_bf16_path() != bf16_path::avx512_bf16) return false;
+    if (const char* want = std::getenv("ATTN_AMX"); want != nullptr && std::string(want) == "off") return false;
+#if defined(__linux__) && defined(__x86_64__)
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    const bool tiles = (edx >> 24) & 1u, bf16 = (edx >> 22) & 1u;
+    if (!tiles || !bf16) return false;
+    // The tile registers are state the kernel saves only for a process that asked for them.
+    constexpr long request_permission = 0x1023, tile_data = 18;  // ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA
+    return syscall(SYS_arch_prctl, request_permission, tile_data) == 0;
+#else
+    return false;
+#endif
+  }();
+  return usable;
 }
 
 const char* bf16_path_name(bf16_path p) {

@@ -22,4 +22,9 @@ bf16_path selected_bf16_path();
 
 const char* bf16_path_name(bf16_path p);
 
+// Whether kernels::gemm_bf16 runs its larger products on Intel AMX's tile unit (tdpbf16ps): the
+// bf16 path is avx512_bf16, the CPU has AMX-BF16 and Linux lets this process use the tile
+// registers (arch_prctl). ATTN_AMX=off says no (to compare with, or test, vdpbf16ps).
+bool amx_bf16_usable();
+
 }  // namespace attn::kernels

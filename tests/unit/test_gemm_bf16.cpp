@@ -14,8 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "core/aligned_vector.hpp"
 #include "core/half.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/isa.hpp"
 
 namespace {
 
@@ -34,6 +36,7 @@ std::vector<std::pair<const char*, kernel_fn>> kernels_here() {
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) {
     if (__builtin_cpu_supports("avx512bf16")) ks.emplace_back("avx512_bf16", attn::kernels::gemm_bf16_avx512);
+    if (attn::kernels::amx_bf16_usable()) ks.emplace_back("amx", attn::kernels::gemm_bf16_amx);
     ks.emplace_back("avx512 emulated", attn::kernels::gemm_bf16_avx512_emulated);
   }
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
@@ -141,7 +144,7 @@ TEST(gemm_bf16, same_bits_on_any_thread_count_and_instruction_as_its_emulation) 
   const problem p{false, true, 300, 600, 1100};  // two blocks of the inner dimension
   std::vector<std::vector<float>> results;
   for (const auto& [name, kernel] : kernels_here()) {
-    if (std::string(name).starts_with("avx2")) continue;  // other tiles: other sums' order
+    if (std::string(name).starts_with("avx2") || std::string(name) == "amx") continue;  // other sums' order
     for (int threads : {1, 2}) {
       std::mt19937 same(rng);
       operands o = make(p, same);
@@ -150,6 +153,56 @@ TEST(gemm_bf16, same_bits_on_any_thread_count_and_instruction_as_its_emulation) 
     }
   }
   for (size_t r = 1; r < results.size(); ++r) EXPECT_EQ(results[r], results[0]) << "result " << r;
+}
+
+// The tile unit's sums run in their own order: its bits are its own, the same on any thread
+// count, and C's groups (a projection written straight into heads) land where c_at says.
+TEST(gemm_bf16, amx_same_bits_on_any_thread_count_and_into_groups) {
+  if (!attn::kernels::amx_bf16_usable()) GTEST_SKIP() << "no AMX-BF16 here (or ATTN_AMX=off)";
+  std::mt19937 rng(25);
+  for (const problem& p : {problem{false, true, 300, 600, 1100}, problem{true, false, 129, 65, 63}}) {
+    std::vector<std::vector<float>> results;
+    for (int threads : {1, 2}) {
+      std::mt19937 same(rng);
+      operands o = make(p, same);
+      attn::kernels::gemm_bf16_amx(args_of(p, o), threads);
+      results.push_back(o.c);
+    }
+    EXPECT_EQ(results[1], results[0]);
+  }
+  // [rows, 64] written as two groups of rows × two of 32 columns, each group its own block.
+  const problem p{false, true, 40, 64, 96};
+  operands o = make(p, rng);
+  gemm_args g = args_of(p, o);
+  std::vector<float> plain(static_cast<size_t>(p.m * o.ldc)), grouped(4 * 20 * 32, -1.0f);
+  g.c = plain.data();
+  attn::kernels::gemm_bf16_amx(g, 2);
+  g.c = grouped.data(), g.ldc = 32, g.c_rows = 20, g.c_row_group_stride = 2 * 20 * 32, g.c_cols = 32,
+  g.c_col_group_stride = 20 * 32;
+  attn::kernels::gemm_bf16_amx(g, 2);
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t j = 0; j < p.n; ++j) ASSERT_EQ(*g.c_at(i, j), plain[static_cast<size_t>(i * o.ldc + j)]) << i << "," << j;
+}
+
+// A C past 32 MB on whole cache lines (the tied output's logits) is written with streamed
+// stores: the same numbers as the tiles' own stores give into a C that cannot be streamed.
+TEST(gemm_bf16, amx_streams_a_large_c_with_the_same_bits) {
+  if (!attn::kernels::amx_bf16_usable()) GTEST_SKIP() << "no AMX-BF16 here (or ATTN_AMX=off)";
+  std::mt19937 rng(26);
+  const problem p{false, true, 1030, 8192, 40};  // 33.8 MB of C; the last block of rows partial
+  operands o = make(p, rng);
+  gemm_args g = args_of(p, o);
+  attn::aligned_vector<float> streamed(static_cast<size_t>(p.m * p.n), -1.0f);
+  g.c = streamed.data(), g.ldc = p.n;
+  attn::kernels::gemm_bf16_amx(g, 2);
+  std::vector<float> stored(static_cast<size_t>(p.m * (p.n + 8)), -1.0f);  // a row 8200 floats long: not on lines
+  g.c = stored.data(), g.ldc = p.n + 8;
+  attn::kernels::gemm_bf16_amx(g, 2);
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t j = 0; j < p.n; ++j)
+      ASSERT_EQ(streamed[static_cast<size_t>(i * p.n + j)], stored[static_cast<size_t>(i * (p.n + 8) + j)]) << i << "," << j;
+  // and one row against the long-double sums of the rounded operands
+  check({false, true, 1, 8192, 40}, attn::kernels::gemm_bf16_amx, 1, rng, "amx");
 }
 
 TEST(gemm_bf16, operands_are_rounded_and_the_dispatcher_matches_the_reference) {
