@@ -16,6 +16,8 @@
 #include <span>
 #include <vector>
 
+#include "core/aligned_vector.hpp"
+
 #include "nn/decoder_block.hpp"
 #include "nn/encoder_block.hpp"
 #include "nn/parameter.hpp"
@@ -54,7 +56,8 @@ struct translator_cache {
   std::vector<std::vector<T>> decoder_out;        // each decoder layer's output [B, L, E]
   std::vector<T> y, y_mean, y_rstd;               // the final norm's output [B, L, E]
   std::vector<int64_t> rows, targets;             // the scored positions (b·L + t) and their targets
-  std::vector<T> scored, logits, row_lse;         // [R, E], [R, V], [R]
+  std::vector<T> scored, row_lse;                 // [R, E], [R]
+  aligned_vector<T> logits;                       // [R, V], on whole cache lines (written streamed)
 };
 
 template <class T>

@@ -7,9 +7,19 @@
 
 #include "core/half.hpp"
 #include "kernels/gemm.hpp"
+#include "nn/autocast.hpp"
 #include "nn/serial_when_small.hpp"
 
 namespace attn::nn {
+
+namespace {
+std::atomic<bool> autocast_on{false};
+}  // namespace
+
+bool bf16_products() { return autocast_on.load(std::memory_order_relaxed); }
+
+bf16_autocast::bf16_autocast(bool on) : before_(autocast_on.load()) { autocast_on.store(before_ || on); }
+bf16_autocast::~bf16_autocast() { autocast_on.store(before_); }
 
 template <>
 void gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
@@ -23,7 +33,7 @@ void gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
   g.c = c, g.ldc = n;
   g.bias = bias;
   const serial_when_small serial(m * n * k);
-  if (bf16)
+  if (bf16 || bf16_products())
     kernels::gemm_bf16(g);
   else
     kernels::gemm(g);  // k = 0 gives C·beta, as the layers expect

@@ -149,9 +149,10 @@ std::vector<train_option> make_table() {
        "at the corpus's mean tokens a step)"},
       {"time", "--time", kind::duration, &o::time_limit, resumable_tasks, non_negative, {},
        "Stop after this much training time (90s, 30m, 1h30m); the learning rate decays over it", "DURATION"},
-      {"dtype", "--dtype", kind::dtype, &o::dtype, streamed_tasks, any, {},
-       "float32 (default) or bf16: the tied output's three products on bf16 operands with float32 sums, as "
-       "PyTorch's autocast (the model file stays float32)"},
+      {"dtype", "--dtype", kind::dtype, &o::dtype, streamed_tasks | translate, any, {},
+       "float32 (default) or bf16: products on bf16 operands with float32 sums, as PyTorch's autocast (lm and "
+       "masked-word: the tied output's three; translate: every projection, feed-forward and the tied output, "
+       "on AMX tiles where the CPU has them); the model file stays float32"},
       {"device", "--device", kind::device, &o::device, streamed_tasks, any, {},
        "cpu (default) or cuda: the training step on a CUDA GPU (a CUDA build; docs/GPU.md), where --dtype bf16 "
        "runs every product and the attention on bf16 operands with float32 sums and float32 master weights"},

@@ -78,12 +78,14 @@ std::vector<sentence_pair> hold_out(std::vector<sentence_pair>& pairs, uint64_t 
 
 // The options as JSON, saved in the model file for the record.
 nlohmann::json translation_record(const train_options& o, int64_t epochs) {
-  return {{"task", "translate"}, {"source", o.source}, {"target", o.target}, {"data", o.data},
+  nlohmann::json j = {{"task", "translate"}, {"source", o.source}, {"target", o.target}, {"data", o.data},
           {"valid_source", o.valid_source}, {"valid_target", o.valid_target}, {"valid", o.valid},
           {"pieces", o.pieces}, {"max_length", o.max_length}, {"label_smoothing", o.label_smoothing},
           {"batch_tokens", o.batch_tokens}, {"epochs", epochs}, {"time", o.time_limit}, {"lr", o.lr},
           {"seed", o.seed}, {"weight_decay", o.weight_decay}, {"clip", o.clip}, {"warmup", o.warmup},
           {"dropout", o.dropout}, {"residual_dropout", o.residual_dropout}, {"patience", o.patience}};
+  if (o.dtype == train_dtype::bf16) j["dtype"] = "bf16";  // absent: float32, as before it existed
+  return j;
 }
 
 // What a checkpoint must match to be resumed: the record with each file's digest in place of its
@@ -198,7 +200,7 @@ translation_training train_translator(const train_options& o, const train_callba
   // at the lowest rates, are often the best (the hour on Multi30k was stopped by patience after 50
   // minutes, 10 minutes of decay unspent). The best epoch is kept either way.
   eval.patience = !(o.time_limit > 0);
-  train::translator_trainable trainable(model->net);
+  train::translator_trainable trainable(model->net, o.dtype == train_dtype::bf16);
   train::run_training_loop(o, cb, trainable, [&] { return model->encode(); }, source, eval, budget, identity,
                            out.pairs + out.valid_pairs, result);
   model->history = {result.epochs, result.evaluations};

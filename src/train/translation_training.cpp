@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "attn/error.hpp"
+#include "nn/autocast.hpp"
 #include "train/corpus_batches.hpp"  // mix_seeds
 #include "train/rng.hpp"
 
@@ -36,6 +37,7 @@ std::vector<nn::parameter<float>*> translator_trainable::parameters() {
 
 step_totals translator_trainable::gradients(const step_batch& b, int64_t shards, const gradient_exchange* exchange) {
   const std::vector<nn::parameter<float>*> params = parameters();
+  const nn::bf16_autocast autocast(bf16_);
   // The gradient of the mean loss over items [begin, end), and its totals.
   const auto shard_gradient = [&](int64_t begin, int64_t end, uint64_t dropout_seed) {
     const models::translation_batch batch = b.translation(begin, end);

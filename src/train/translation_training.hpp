@@ -23,7 +23,8 @@ void initialise(models::translator<float>& model, rng& r);
 
 class translator_trainable final : public trainable {
  public:
-  explicit translator_trainable(models::translator<float>& model) : model_(model) {}
+  // bf16: each step's products on bf16 operands with float32 sums (nn/autocast.hpp).
+  explicit translator_trainable(models::translator<float>& model, bool bf16 = false) : model_(model), bf16_(bf16) {}
   std::vector<nn::parameter<float>*> parameters() override;
   // --shards and attn-mpi: each shard's pairs in turn, summed in shard order (sharded_step.hpp).
   step_totals gradients(const step_batch& b, int64_t shards, const gradient_exchange* exchange) override;
@@ -34,6 +35,7 @@ class translator_trainable final : public trainable {
 
  private:
   models::translator<float>& model_;
+  bool bf16_;
   models::translator_cache<float> cache_;
 };
 

@@ -235,7 +235,7 @@ def test_masked_word_training_stops_at_its_time_budget(context_model, tmp_path):
     assert "--max-tokens is for --task masked-word and lm" in one_error_line(r)
     r = run_attn("train", "--task", "classify", "--data", corpus, "--dtype", "bf16", "-o", out)
     assert r.code == 1
-    assert "--dtype is for --task masked-word and lm" in one_error_line(r)
+    assert "--dtype is for --task masked-word, lm and translate" in one_error_line(r)
     r = run_attn("train", "--task", "lm", "--data", corpus, "--dtype", "float16", "-o", out)
     assert r.code == 1
     assert "--dtype" in one_error_line(r)

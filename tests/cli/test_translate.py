@@ -116,6 +116,28 @@ def test_a_stopped_run_resumed_writes_the_uninterrupted_file(tmp_path):
     assert not os.path.exists(str(part) + ".checkpoint")
 
 
+def test_bf16_products_learn_the_pairs_and_resume_exactly(model, tmp_path):
+    # --dtype bf16: every product of the step on bf16 operands with float32 sums (autocast). It
+    # learns the toy pairs as float32 does, its weights are not float32's (the products did
+    # round), the record says bf16, and a stopped run resumed writes the uninterrupted file.
+    args = [*SMALL, "--data", PAIRS, "--epochs", "40", "--batch-tokens", "256", "--lr", "0.003", "--dtype", "bf16",
+            "--checkpoint-steps", "20"]
+    out, part = tmp_path / "bf16.safetensors", tmp_path / "part.safetensors"
+    r = run_attn("train", *args, "-o", out)
+    assert r.code == 0, r.err
+    r = run_attn("translate", "--model", out, "Ein Hund schläft im Park.")
+    assert r.code == 0 and r.out == "A dog sleeps in the park.\n", (r.out, r.err)
+    weights = lambda p: p.read_bytes()[8 + int.from_bytes(p.read_bytes()[:8], "little"):]
+    assert weights(out) != weights(model)
+    b = out.read_bytes()
+    record = json.loads(json.loads(b[8:8 + int.from_bytes(b[:8], "little")])["__metadata__"]["training"])
+    assert record["dtype"] == "bf16"
+    assert run_attn("train", *args, "-o", part, "--stop-after-steps", "30").code == 0
+    r = run_attn("train", *args, "-o", part, "--resume")
+    assert r.code == 0, r.err
+    assert out.read_bytes() == part.read_bytes()
+
+
 def test_bad_input_is_one_error_and_writes_nothing(model, tmp_path):
     source, target = split_pairs(tmp_path)
     out = tmp_path / "out.safetensors"

@@ -130,7 +130,7 @@ def test_a_stop_keeps_the_checkpoint_and_resume_gives_the_uninterrupted_file(cor
     (dict(task="regress"), attn.UsageError, "task 'regress'"),
     (dict(task="classify", max_tokens=5), attn.UsageError, "max_tokens is for task='masked-word' and 'lm'"),
     (dict(task="classify", resume=True), attn.InputError, "no checkpoint to resume from"),
-    (dict(task="classify", dtype="bf16"), attn.UsageError, "dtype is for task='masked-word' and 'lm'"),
+    (dict(task="classify", dtype="bf16"), attn.UsageError, "dtype is for task='masked-word', 'lm' and 'translate'"),
     (dict(task="lm", dtype="float16"), attn.UsageError, "dtype='float16': expected 'float32' or 'bf16'"),
     (dict(task="classify", adaptive_softmax=[2]), attn.UsageError, "adaptive_softmax is for task='masked-word' and 'lm'"),
     (dict(task="lm", adaptive_softmax="2,5"), attn.UsageError, "option adaptive_softmax takes a list of integers"),

@@ -13,6 +13,7 @@
 
 #include "gradient_check.hpp"
 #include "nn/attention_core.hpp"
+#include "nn/autocast.hpp"
 #include "nn/cross_entropy.hpp"
 #include "nn/embedding.hpp"
 #include "nn/layer_norm.hpp"
@@ -353,6 +354,47 @@ TEST(train_layers, bf16_linear_matches_its_double_specification) {
   for (size_t i = 0; i < dx.size(); ++i) ASSERT_NEAR(dxf[i], dx[i], 1e-4 * (1.0 + std::abs(dx[i]))) << "dx " << i;
   for (size_t i = 0; i < dw.size(); ++i) ASSERT_NEAR(dwf[i], dw[i], 1e-4 * (1.0 + std::abs(dw[i]))) << "dw " << i;
   EXPECT_GT(furthest, 1e-2);  // float32 operands land elsewhere: the bf16 path did round
+}
+
+// Inside nn::bf16_autocast (--task translate --dtype bf16) a float32 linear layer's products are
+// the bf16 ones, forward and backward, bit for bit; the scope nests and ends where it was.
+TEST(train_layers, autocast_runs_the_float_layers_products_on_bf16) {
+  std::mt19937 rng(18);
+  const int64_t n = 70, in = 96, out = 130;
+  const auto values = [&rng](int64_t count) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> v(static_cast<size_t>(count));
+    for (float& x : v) x = normal(rng);
+    return v;
+  };
+  const std::vector<float> x = values(n * in), w = values(out * in), dy = values(n * out);
+  struct result { std::vector<float> y, dx, dw; };
+  const auto run = [&](bool bf16) {
+    result r{std::vector<float>(static_cast<size_t>(n * out)), std::vector<float>(x.size(), 0.0f),
+             std::vector<float>(w.size(), 0.0f)};
+    attn::nn::linear_forward(x.data(), w.data(), static_cast<const float*>(nullptr), r.y.data(), n, in, out, bf16);
+    attn::nn::linear_backward(dy.data(), x.data(), w.data(), r.dx.data(), r.dw.data(), static_cast<float*>(nullptr),
+                              n, in, out, bf16);
+    return r;
+  };
+  const result plain = run(false), bf16 = run(true);
+  EXPECT_FALSE(attn::nn::bf16_products());
+  result inside;
+  {
+    const attn::nn::bf16_autocast on(true);
+    EXPECT_TRUE(attn::nn::bf16_products());
+    {
+      const attn::nn::bf16_autocast off(false);  // an inner scope that asks for nothing keeps it on
+      EXPECT_TRUE(attn::nn::bf16_products());
+    }
+    inside = run(false);
+  }
+  EXPECT_FALSE(attn::nn::bf16_products());
+  EXPECT_EQ(inside.y, bf16.y);
+  EXPECT_EQ(inside.dx, bf16.dx);
+  EXPECT_EQ(inside.dw, bf16.dw);
+  EXPECT_NE(inside.y, plain.y);
+  EXPECT_EQ(run(false).y, plain.y);  // and after it, float32 again
 }
 
 }  // namespace
