@@ -352,6 +352,8 @@ def main():
     p.add_argument("--speed-sentences", type=int, default=200, help="sentences timed at each beam and thread count")
     p.add_argument("--peak-gflops", type=float, default=0, help="the FMA peak measured in the same run, for MFU")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dtype", choices=["float32", "bf16"], default="float32",
+                   help="bf16: each step's forward under torch.autocast('cpu', torch.bfloat16), as attn --dtype bf16")
     p.add_argument("--out", required=True, help="the valid sources' translations at --beam")
     p.add_argument("--curve-every", type=float, default=0,
                    help="every this many training seconds also write greedy translations of the valid sources to "
@@ -398,9 +400,10 @@ def main():
             for g in opt.param_groups:
                 g["lr"] = lr
             source, source_pad, target_in, target_pad, target_out = make_batch(pairs, indices)
-            logits = model(source, source_pad, target_in, target_pad)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.dtype == "bf16"):
+                logits = model(source, source_pad, target_in, target_pad)
             real = target_out >= 0
-            loss = F.cross_entropy(logits[real], target_out[real], label_smoothing=a.label_smoothing)
+            loss = F.cross_entropy(logits[real].float(), target_out[real], label_smoothing=a.label_smoothing)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -105,6 +105,8 @@ def main():
     p.add_argument("--python", default="/usr/bin/python3", help="the Python with PyTorch (Debian's)")
     p.add_argument("--svg", help="write the learning curve here")
     p.add_argument("--skip-twin", action="store_true")
+    p.add_argument("--dtype", choices=["float32", "bf16"], default="float32",
+                   help="both sides' training products: bf16 is attn --dtype bf16 against the twin under autocast")
     a = p.parse_args()
     blas = None if a.skip_twin else ensure_openblas()
     attn = os.path.abspath(a.attn)
@@ -125,7 +127,7 @@ def main():
              "commit": subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
                                       text=True).stdout.strip(),
              "train_pairs": len(source) - a.held, "held_pairs": a.held, "valid_pairs": len(lines(val_de)),
-             "budget_s": a.budget, "threads": a.threads, "twin_openblas_core": blas}
+             "budget_s": a.budget, "threads": a.threads, "dtype": a.dtype, "twin_openblas_core": blas}
         peak = json.loads(run_measured([attn, "bench", "--peak", "--json", "--reps", "1", *threads, "1,16,1,16"])[0]
                           .splitlines()[0])
         r["fma_peak_gflops"] = peak["peak_gflops"]
@@ -146,7 +148,7 @@ def main():
         _, err, rss, seconds = run_measured(
             [attn, "train", "--task", "translate", "--source", f("train.de"), "--target", f("train.en"),
              "--valid-source", f("held.de"), "--valid-target", f("held.en"), "--time", f"{a.budget}s",
-             "--save-steps", str(a.curve_steps), "--checkpoint-steps", "0", *threads, "-o", model])
+             "--save-steps", str(a.curve_steps), "--checkpoint-steps", "0", "--dtype", a.dtype, *threads, "-o", model])
         stop.set()
         watcher.join()
         progress = [l for l in err.splitlines() if l.startswith("progress:")]
@@ -192,7 +194,7 @@ def main():
                 [a.python, os.path.join(PEERS, "torch_translator.py"), "train", "--model", model,
                  "--train-source", f("train.de.ids"), "--train-target", f("train.en.ids"),
                  "--valid-source", f("val.de.ids"), "--vocabulary", f("pieces.txt"), "--seconds", str(a.budget),
-                 "--threads", str(a.threads), "--peak-gflops", str(r["fma_peak_gflops"]),
+                 "--threads", str(a.threads), "--peak-gflops", str(r["fma_peak_gflops"]), "--dtype", a.dtype,
                  "--speed-sentences", str(a.speed_sentences), "--curve-every", str(a.curve_every),
                  "--out", f("twin.val.en")])
             twin = json.loads(out.splitlines()[-1])
