@@ -55,6 +55,44 @@ struct packed_layout {
   int64_t b(int64_t q, int64_t j) const { return ((j / block) * (kp / 2) + q) * block + j % block; }
 };
 
+// The first `count` of 16 lanes (none when count <= 0).
+inline __mmask16 columns_mask(int64_t count) {
+  return count >= 16 ? __mmask16(0xffff) : count <= 0 ? __mmask16(0) : __mmask16((1u << count) - 1);
+}
+
+// 16 columns of two rows (null: zeros) as bf16 pairs, the first row's in the low halves.
+inline __m512i pair_words(const float* first, const float* second, __mmask16 keep) {
+  const __m512i low = first != nullptr ? _mm512_cvtepu16_epi32(to_bf16(_mm512_maskz_loadu_ps(keep, first)))
+                                       : _mm512_setzero_si512();
+  const __m512i high = second != nullptr ? _mm512_cvtepu16_epi32(to_bf16(_mm512_maskz_loadu_ps(keep, second)))
+                                         : _mm512_setzero_si512();
+  return _mm512_or_si512(low, _mm512_slli_epi32(high, 16));
+}
+
+// r[k][j] becomes r[j][k]: a 16 × 16 transpose of 32-bit words, in three rounds of shuffles
+// (pairs of words, pairs of pairs, then the 128-bit lanes).
+inline void transpose_words(__m512i r[16]) {
+  __m512i a[16], b[16];
+  for (int k = 0; k < 16; k += 2) {
+    a[k] = _mm512_unpacklo_epi32(r[k], r[k + 1]);
+    a[k + 1] = _mm512_unpackhi_epi32(r[k], r[k + 1]);
+  }
+  for (int k = 0; k < 16; k += 4) {  // b[k + m], lane l: rows k..k+3 at column 4l + m
+    b[k] = _mm512_unpacklo_epi64(a[k], a[k + 2]);
+    b[k + 1] = _mm512_unpackhi_epi64(a[k], a[k + 2]);
+    b[k + 2] = _mm512_unpacklo_epi64(a[k + 1], a[k + 3]);
+    b[k + 3] = _mm512_unpackhi_epi64(a[k + 1], a[k + 3]);
+  }
+  for (int m = 0; m < 4; ++m) {  // column 4l + m gathers lane l of b[m], b[4 + m], b[8 + m], b[12 + m]
+    const __m512i c = _mm512_shuffle_i32x4(b[m], b[4 + m], 0x44), d = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], 0x44);
+    const __m512i e = _mm512_shuffle_i32x4(b[m], b[4 + m], 0xEE), f = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], 0xEE);
+    r[m] = _mm512_shuffle_i32x4(c, d, 0x88);
+    r[4 + m] = _mm512_shuffle_i32x4(c, d, 0xDD);
+    r[8 + m] = _mm512_shuffle_i32x4(e, f, 0x88);
+    r[12 + m] = _mm512_shuffle_i32x4(e, f, 0xDD);
+  }
+}
+
 // op(A)'s rows [i0, i1) (whole tiles of rows) into a_packed, zeros past m and k.
 void pack_a(const gemm_args& g, const packed_layout& at, uint16_t* a_packed, int64_t i0, int64_t i1) {
   const int64_t kp = at.kp;
@@ -71,26 +109,21 @@ void pack_a(const gemm_args& g, const packed_layout& at, uint16_t* a_packed, int
       }
     return;
   }
-  // A stored [k, m]: a column of it is a row of op(A). 16 × 16 pieces of it converted a row at a
-  // time, then written across the packed rows.
-  alignas(64) uint16_t part[16][16];
-  for (int64_t pb = 0; pb < kp; pb += 16) {
-    const int64_t pn = std::max<int64_t>(0, std::min<int64_t>(16, g.k - pb));
+  // A stored [k, m]: a column of it is a row of op(A). Rows 2q and 2q + 1 of A make 16 pairs
+  // of 16 columns, transposed as 32-bit words: each column's 16 pairs along the inner dimension,
+  // a 64-byte row of the packed block.
+  for (int64_t pb = 0; pb < kp; pb += tile_depth)
     for (int64_t ib = i0; ib < i1; ib += 16) {
-      const int64_t in = std::max<int64_t>(0, std::min<int64_t>(16, g.m - ib));
+      const __mmask16 keep = columns_mask(g.m - ib);
+      __m512i words[16];
       for (int64_t q = 0; q < 16; ++q) {
-        const float* src = g.a + (pb + q) * g.lda + ib;
-        if (q >= pn) std::fill(part[q], part[q] + 16, uint16_t{0});
-        else if (in == 16) _mm256_store_si256(reinterpret_cast<__m256i*>(part[q]), to_bf16(_mm512_loadu_ps(src)));
-        else
-          for (int64_t r = 0; r < 16; ++r) part[q][r] = r < in ? float_to_bf16(src[r]) : uint16_t{0};
+        const int64_t p = pb + 2 * q;
+        words[q] = pair_words(p < g.k ? g.a + p * g.lda + ib : nullptr,
+                              p + 1 < g.k ? g.a + (p + 1) * g.lda + ib : nullptr, keep);
       }
-      for (int64_t r = 0; r < 16; ++r) {
-        uint16_t* out = a_packed + at.a(ib + r, pb);
-        for (int64_t q = 0; q < 16; ++q) out[q] = part[q][r];
-      }
+      transpose_words(words);
+      for (int64_t r = 0; r < 16; ++r) _mm512_storeu_si512(a_packed + at.a(ib + r, pb), words[r]);
     }
-  }
 }
 
 // op(B)'s pairs of inner rows [q0, q1) (rows 2q and 2q + 1) into b_packed, np columns each,
@@ -117,20 +150,25 @@ void pack_b(const gemm_args& g, const packed_layout& at, int64_t np, uint32_t* b
     }
     return;
   }
-  // B stored [n, k]: a row of it holds a column of op(B), its pairs adjacent; converted whole,
-  // then written down the column's panel.
-  std::vector<uint32_t> column(static_cast<size_t>(q1 - q0));
-  for (int64_t j = 0; j < np; ++j) {
-    const float* src = g.b + j * g.ldb;
-    int64_t q = q0;
-    if (j < g.n)
-      for (; 2 * q + 32 <= g.k && q + 16 <= q1; q += 16) {
-        const __m512i v = _mm512_castsi256_si512(to_bf16(_mm512_loadu_ps(src + 2 * q)));
-        _mm512_storeu_si512(column.data() + (q - q0), _mm512_inserti64x4(v, to_bf16(_mm512_loadu_ps(src + 2 * q + 16)), 1));
+  // B stored [n, k]: a row of it holds a column of op(B), its pairs adjacent. 16 rows of B,
+  // 16 pairs each, transposed as 32-bit words: a row of 16 columns' pairs in the panel.
+  for (int64_t q = q0; q < q1; q += 16) {
+    const __mmask16 keep_low = columns_mask(g.k - 2 * q), keep_high = columns_mask(g.k - 2 * q - 16);
+    for (int64_t jb = 0; jb < np; jb += 16) {
+      __m512i words[16];
+      for (int64_t r = 0; r < 16; ++r) {
+        if (jb + r >= g.n) {
+          words[r] = _mm512_setzero_si512();
+          continue;
+        }
+        const float* src = g.b + (jb + r) * g.ldb + 2 * q;
+        const __m256i low = to_bf16(_mm512_maskz_loadu_ps(keep_low, src));
+        const __m256i high = to_bf16(_mm512_maskz_loadu_ps(keep_high, src + 16));
+        words[r] = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);  // 16 pairs, in order
       }
-    for (; q < q1; ++q) column[static_cast<size_t>(q - q0)] = one(2 * q, j) | one(2 * q + 1, j) << 16;
-    uint32_t* out = b_packed + at.b(q0, j);
-    for (q = 0; q < q1 - q0; ++q) out[q * block] = column[static_cast<size_t>(q)];
+      transpose_words(words);
+      for (int64_t c = 0; c < 16; ++c) _mm512_storeu_si512(b_packed + at.b(q + c, jb), words[c]);
+    }
   }
 }
 
@@ -218,10 +256,12 @@ void configure_tiles() {
 
 void gemm_bf16_amx(const gemm_args& g, int threads) {
   const int64_t kp = round_up(g.k, tile_depth), mp = round_up(g.m, block), np = round_up(g.n, block);
+  // Grown, never shrunk: a vector resized down and up again between products of other shapes
+  // would zero its new part each time (every element is written by the packing anyway).
   thread_local std::vector<uint16_t> a_store;
   thread_local std::vector<uint32_t> b_store;
-  a_store.resize(static_cast<size_t>(mp * kp));
-  b_store.resize(static_cast<size_t>(kp / 2 * np));
+  if (a_store.size() < static_cast<size_t>(mp * kp)) a_store.resize(static_cast<size_t>(mp * kp));
+  if (b_store.size() < static_cast<size_t>(kp / 2 * np)) b_store.resize(static_cast<size_t>(kp / 2 * np));
   uint16_t* const a_packed = a_store.data();
   uint32_t* const b_packed = b_store.data();
   const packed_layout at{kp};
