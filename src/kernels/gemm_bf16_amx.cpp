@@ -94,12 +94,14 @@ inline void transpose_words(__m512i r[16]) {
 }
 
 // op(A)'s rows [i0, i1) (whole tiles of rows) into a_packed, zeros past m and k.
-void pack_a(const gemm_args& g, const packed_layout& at, uint16_t* a_packed, int64_t i0, int64_t i1) {
+// (Row i lands where row i − first_row of a packed A would: a lone block of rows is packed as one.)
+void pack_a(const gemm_args& g, const packed_layout& at, uint16_t* a_packed, int64_t i0, int64_t i1,
+            int64_t first_row = 0) {
   const int64_t kp = at.kp;
   if (!g.trans_a) {
     for (int64_t i = i0; i < i1; ++i)
       for (int64_t p = 0; p < kp; p += 16) {
-        uint16_t* out = a_packed + at.a(i, p);
+        uint16_t* out = a_packed + at.a(i - first_row, p);
         const int64_t left = i < g.m ? std::max<int64_t>(0, std::min<int64_t>(16, g.k - p)) : 0;
         if (left == 16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), to_bf16(_mm512_loadu_ps(g.a + i * g.lda + p)));
         else {
@@ -122,7 +124,7 @@ void pack_a(const gemm_args& g, const packed_layout& at, uint16_t* a_packed, int
                               p + 1 < g.k ? g.a + (p + 1) * g.lda + ib : nullptr, keep);
       }
       transpose_words(words);
-      for (int64_t r = 0; r < 16; ++r) _mm512_storeu_si512(a_packed + at.a(ib + r, pb), words[r]);
+      for (int64_t r = 0; r < 16; ++r) _mm512_storeu_si512(a_packed + at.a(ib + r - first_row, pb), words[r]);
     }
 }
 
@@ -176,7 +178,8 @@ void pack_b(const gemm_args& g, const packed_layout& at, int64_t np, uint32_t* b
 // With alpha 1 and beta 1 (a gradient adding up) the sums start from C, as they do when the
 // block is written in place, so that every block of C rounds the same way.
 // stream: C is written past the caches (a whole block at a time, C aligned, beta 0).
-void block_product(const gemm_args& g, const packed_layout& at, const uint16_t* a_packed, const uint32_t* b_packed,
+// a_block: op(A)'s packed rows i0.. (32 of them, kp deep).
+void block_product(const gemm_args& g, const packed_layout& at, const uint16_t* a_block, const uint32_t* b_packed,
                    int64_t i0, int64_t j0, bool stream) {
   const int64_t rows = std::min(block, g.m - i0), cols = std::min(block, g.n - j0);
   const bool from_c = g.alpha == 1.0f && g.beta == 1.0f;
@@ -203,7 +206,6 @@ void block_product(const gemm_args& g, const packed_layout& at, const uint16_t* 
     _tile_zero(2);
     _tile_zero(3);
   }
-  const uint16_t* a_block = a_packed + at.a(i0, 0);
   const uint32_t* b_panel = b_packed + at.b(0, j0);
   for (int64_t p = 0; p < at.kp; p += tile_depth) {
     const uint16_t* a = a_block + p * block;  // this step's 32 × 32 block of A: two tiles
@@ -258,14 +260,22 @@ void gemm_bf16_amx(const gemm_args& g, int threads) {
   const int64_t kp = round_up(g.k, tile_depth), mp = round_up(g.m, block), np = round_up(g.n, block);
   // Grown, never shrunk: a vector resized down and up again between products of other shapes
   // would zero its new part each time (every element is written by the packing anyway).
+  const packed_layout at{kp};
+  const int64_t row_blocks = mp / block, column_blocks = np / block;
+  // The blocks in groups of B's panels that fit the L2 cache together, a group's panels
+  // innermost: each block of A is read from L1 for every panel of the group, and C is written
+  // a group's width of each row at a time (not a row per block, a page apart).
+  const int64_t group = std::clamp<int64_t>((256 << 10) / (kp * 64), 1, column_blocks);
+  // With one group each block of A is used once, by one thread: it is packed there, just
+  // before, into that thread's cache, never written out whole and read back (a long inner
+  // dimension with few columns, dlogits·table, is mostly A's bytes).
+  const bool a_in_blocks = column_blocks <= group;
   thread_local std::vector<uint16_t> a_store;
   thread_local std::vector<uint32_t> b_store;
-  if (a_store.size() < static_cast<size_t>(mp * kp)) a_store.resize(static_cast<size_t>(mp * kp));
+  if (!a_in_blocks && a_store.size() < static_cast<size_t>(mp * kp)) a_store.resize(static_cast<size_t>(mp * kp));
   if (b_store.size() < static_cast<size_t>(kp / 2 * np)) b_store.resize(static_cast<size_t>(kp / 2 * np));
   uint16_t* const a_packed = a_store.data();
   uint32_t* const b_packed = b_store.data();
-  const packed_layout at{kp};
-  const int64_t row_blocks = mp / block, column_blocks = np / block;
   const int team = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, row_blocks * column_blocks)));
 #pragma omp parallel num_threads(team)
   {
@@ -274,16 +284,18 @@ void gemm_bf16_amx(const gemm_args& g, int threads) {
       const int64_t units = total / unit;
       return std::pair{units * t / nt * unit, units * (t + 1) / nt * unit};
     };
-    const auto [i0, i1] = share(mp, 16);
-    pack_a(g, at, a_packed, i0, i1);
+    if (!a_in_blocks) {
+      const auto [i0, i1] = share(mp, 16);
+      pack_a(g, at, a_packed, i0, i1);
+    }
     const auto [q0, q1] = share(kp / 2, 16);
     pack_b(g, at, np, b_packed, q0, q1);
 #pragma omp barrier
     configure_tiles();
-    // The blocks in groups of B's panels that fit the L2 cache together, a group's panels
-    // innermost: each block of A is read from L1 for every panel of the group, and C is written
-    // a group's width of each row at a time (not a row per block, a page apart).
-    const int64_t group = std::clamp<int64_t>((256 << 10) / (kp * 64), 1, column_blocks);
+    thread_local std::vector<uint16_t> a_block_store;  // this thread's block of A (a_in_blocks)
+    if (a_in_blocks && a_block_store.size() < static_cast<size_t>(block * kp))
+      a_block_store.resize(static_cast<size_t>(block * kp));
+    int64_t packed_rows = -1;  // the first row of the block in a_block_store
     const int64_t blocks = row_blocks * column_blocks;
     // A C far larger than the caches (the tied output's logits, [rows, vocabulary]) is written
     // with streaming stores: the tiles' own stores, each line of them read before it is
@@ -294,7 +306,12 @@ void gemm_bf16_amx(const gemm_args& g, int threads) {
     for (int64_t b = blocks * t / nt; b < blocks * (t + 1) / nt; ++b) {
       const int64_t first = b / (row_blocks * group) * group, rest = b % (row_blocks * group);
       const int64_t width = std::min(group, column_blocks - first);  // panels in this group
-      block_product(g, at, a_packed, b_packed, rest / width * block, (first + rest % width) * block, stream);
+      const int64_t i0 = rest / width * block, j0 = (first + rest % width) * block;
+      if (a_in_blocks && packed_rows != i0) {
+        pack_a(g, at, a_block_store.data(), i0, i0 + block, i0);
+        packed_rows = i0;
+      }
+      block_product(g, at, a_in_blocks ? a_block_store.data() : a_packed + at.a(i0, 0), b_packed, i0, j0, stream);
     }
     if (stream) _mm_sfence();  // the streamed lines visible to the other threads after the region
     _tile_release();
