@@ -50,7 +50,9 @@ inline __m256i to_bf16(__m512 x) { return (__m256i)_mm512_cvtneps_pbh(x); }  // 
 struct packed_layout {
   int64_t kp;  // the inner dimension padded to whole tiles
   // A in 32 × 32 blocks, block (i / 32, p / 32) at 1024 · (i / 32 · kp / 32 + p / 32), row-major.
-  int64_t a(int64_t i, int64_t p) const { return ((i / block) * (kp / tile_depth) + p / tile_depth) * 1024 + (i % block) * 32 + p % tile_depth; }
+  int64_t a(int64_t i, int64_t p) const {
+    return ((i / block) * (kp / tile_depth) + p / tile_depth) * 1024 + (i % block) * 32 + p % tile_depth;
+  }
   // B in panels of 32 columns, each kp / 2 rows of 32 pairs.
   int64_t b(int64_t q, int64_t j) const { return ((j / block) * (kp / 2) + q) * block + j % block; }
 };
@@ -103,9 +105,10 @@ void pack_a(const gemm_args& g, const packed_layout& at, uint16_t* a_packed, int
       for (int64_t p = 0; p < kp; p += 16) {
         uint16_t* out = a_packed + at.a(i - first_row, p);
         const int64_t left = i < g.m ? std::max<int64_t>(0, std::min<int64_t>(16, g.k - p)) : 0;
-        if (left == 16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), to_bf16(_mm512_loadu_ps(g.a + i * g.lda + p)));
+        const float* src = g.a + i * g.lda + p;
+        if (left == 16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), to_bf16(_mm512_loadu_ps(src)));
         else {
-          for (int64_t q = 0; q < left; ++q) out[q] = float_to_bf16(g.a[i * g.lda + p + q]);
+          for (int64_t q = 0; q < left; ++q) out[q] = float_to_bf16(src[q]);
           std::fill(out + left, out + 16, uint16_t{0});
         }
       }

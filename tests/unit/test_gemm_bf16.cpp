@@ -181,7 +181,8 @@ TEST(gemm_bf16, amx_same_bits_on_any_thread_count_and_into_groups) {
   g.c_col_group_stride = 20 * 32;
   attn::kernels::gemm_bf16_amx(g, 2);
   for (int64_t i = 0; i < p.m; ++i)
-    for (int64_t j = 0; j < p.n; ++j) ASSERT_EQ(*g.c_at(i, j), plain[static_cast<size_t>(i * o.ldc + j)]) << i << "," << j;
+    for (int64_t j = 0; j < p.n; ++j)
+      ASSERT_EQ(*g.c_at(i, j), plain[static_cast<size_t>(i * o.ldc + j)]) << i << "," << j;
 }
 
 // A C past 32 MB on whole cache lines (the tied output's logits) is written with streamed
@@ -200,7 +201,8 @@ TEST(gemm_bf16, amx_streams_a_large_c_with_the_same_bits) {
   attn::kernels::gemm_bf16_amx(g, 2);
   for (int64_t i = 0; i < p.m; ++i)
     for (int64_t j = 0; j < p.n; ++j)
-      ASSERT_EQ(streamed[static_cast<size_t>(i * p.n + j)], stored[static_cast<size_t>(i * (p.n + 8) + j)]) << i << "," << j;
+      ASSERT_EQ(streamed[static_cast<size_t>(i * p.n + j)], stored[static_cast<size_t>(i * (p.n + 8) + j)])
+          << i << "," << j;
   // and one row against the long-double sums of the rounded operands
   check({false, true, 1, 8192, 40}, attn::kernels::gemm_bf16_amx, 1, rng, "amx");
 }
