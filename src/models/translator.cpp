@@ -157,16 +157,17 @@ T translator<T>::forward(const translation_batch& b, translator_cache<T>& c, uin
 }
 
 template <class T>
-void translator<T>::backward(const translation_batch& b, const translator_cache<T>& c) {
+void translator<T>::backward(const translation_batch& b, translator_cache<T>& c) {
   const int64_t e = shape_.width, v = shape_.vocabulary;
   const int64_t sources = b.size * b.source_length, targets = b.size * b.target_length;
   const auto r = static_cast<int64_t>(c.rows.size());
-  // logits = scored·embeddingᵀ
-  // (both written whole, not added into: no zeros first; dlogits alone is R × V floats)
-  nn::scratch<T> dlogits(static_cast<size_t>(r * v)), dscored(static_cast<size_t>(r * e));
-  nn::smoothed_cross_entropy_backward(c.logits.data(), c.targets.data(), c.row_lse.data(), dlogits.data(), r, v,
+  // logits = scored·embeddingᵀ; their gradient written over them (each element from its own
+  // logit), dscored written whole, not added into: no zeros first
+  T* const dlogits = c.logits.data();
+  nn::scratch<T> dscored(static_cast<size_t>(r * e));
+  nn::smoothed_cross_entropy_backward(c.logits.data(), c.targets.data(), c.row_lse.data(), dlogits, r, v,
                                       shape_.label_smoothing);
-  nn::linear_backward_writing_dx(dlogits.data(), c.scored.data(), embedding.value.data(), dscored.data(),
+  nn::linear_backward_writing_dx(dlogits, c.scored.data(), embedding.value.data(), dscored.data(),
                                  embedding.grad.data(), static_cast<T*>(nullptr), r, e, v);
   std::vector<T> dy(static_cast<size_t>(targets * e), T(0));
   for (int64_t k = 0; k < r; ++k)

@@ -12,7 +12,8 @@ namespace attn::nn {
 template <class T>
 T smoothed_cross_entropy_forward(const T* logits, const int64_t* targets, int64_t rows, int64_t classes,
                                  double smoothing, T* row_lse);
-// dlogits [R, C] = (softmax − (1 − ε)·onehot − ε/C) / R (written, not added).
+// dlogits [R, C] = (softmax − (1 − ε)·onehot − ε/C) / R (written, not added; dlogits may be
+// logits itself: each element is read before it is written).
 template <class T>
 void smoothed_cross_entropy_backward(const T* logits, const int64_t* targets, const T* row_lse, T* dlogits,
                                      int64_t rows, int64_t classes, double smoothing);
