@@ -51,8 +51,14 @@ def ensure_openblas():
                            "&& apt-get install -y -qq libopenblas0-pthread) >/dev/null 2>&1", shell=True)
         if not os.path.exists("/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3"):
             sys.exit("error: the PyTorch twin needs OpenBLAS (apt-get install libopenblas0-pthread)")
+    core = best_openblas_core()
     if "OPENBLAS_CORETYPE" not in os.environ:
-        core = best_openblas_core()
         if core is not None:
             os.environ["OPENBLAS_CORETYPE"] = core  # the twins run as children: they inherit it
+    elif core is not None and os.environ["OPENBLAS_CORETYPE"].lower() != core.lower():
+        # Kept, as asked; but a machine's environment may set it for its own reasons (one of ours
+        # set Haswell on an AVX-512 Zen 5: the float32 translator twin ran 1,819 tokens/s
+        # there, 2,233 as Cooperlake): say so.
+        print(f"note: OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} from the environment; this CPU "
+              f"allows {core} (unset it for the twin's best kernels)", file=sys.stderr)
     return os.environ.get("OPENBLAS_CORETYPE", "detected by OpenBLAS")
