@@ -7,6 +7,7 @@
 
 #include "decode/length_penalty.hpp"
 #include "kernels/exp_nonpositive.hpp"
+#include "kernels/isa_clones.hpp"
 
 namespace attn::decode {
 
@@ -46,8 +47,7 @@ constexpr int sum_lanes = 16;
 // order; the lanes are added last. A fixed order, so the same bits on every code path: the
 // double sum of a scalar loop kept this to one exponential at a time, 13% of a beam-5
 // translation on one thread.
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-double log_sum_exp(std::span<const float> scores, banned_tokens banned) {
+ATTN_ISA_CLONES(double, log_sum_exp, (std::span<const float> scores, banned_tokens banned), (scores, banned)) {
   const float* s = scores.data();
   const allowed_stretches parts = stretches_of(static_cast<int64_t>(scores.size()), banned);
   constexpr float none = -std::numeric_limits<float>::infinity();
@@ -85,8 +85,8 @@ void log_probabilities(std::span<const float> scores, banned_tokens banned, std:
 // Once k are kept, a stretch of 16 scores none above the k-th best is passed over whole (one
 // vector comparison): nearly all of a vocabulary is, so the scan costs about what reading the
 // scores costs.
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-std::vector<int64_t> best_tokens(std::span<const float> scores, banned_tokens banned, size_t k) {
+ATTN_ISA_CLONES(std::vector<int64_t>, best_tokens, (std::span<const float> scores, banned_tokens banned, size_t k),
+                (scores, banned, k)) {
   std::vector<int64_t> best;
   if (k == 0) return best;
   best.reserve(k + 1);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/exp_nonpositive.hpp"
+#include "kernels/isa_clones.hpp"
 
 namespace attn::nn {
 
@@ -24,11 +25,9 @@ double row_log_sum_exp(const double* z, int64_t c) {
   return top + std::log(sum);
 }
 
-// The hot loops are compiled for AVX-512, AVX2 + FMA and the baseline, and the loader picks
-// the best one the machine has (GCC's function multi-versioning).
-#define ATTN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-
-ATTN_CLONES float row_log_sum_exp(const float* z, int64_t c) {
+// The hot loops are compiled for AVX-512, AVX2 + FMA and the baseline, and run in the one the
+// selected instruction set names (kernels/isa_clones.hpp).
+ATTN_ISA_CLONES(float, row_log_sum_exp, (const float* z, int64_t c), (z, c)) {
   float top = z[0];
 #pragma omp simd reduction(max : top)
   for (int64_t j = 1; j < c; ++j) top = top > z[j] ? top : z[j];
@@ -42,23 +41,26 @@ ATTN_CLONES float row_log_sum_exp(const float* z, int64_t c) {
 bool worth_threads(int64_t r, int64_t c) { return r * c >= (int64_t{1} << 16); }
 
 // d = (e^(z − lse) − onehot(target)) · scale
-ATTN_CLONES void softmax_gradient_row(const float* __restrict z, float lse, int64_t target,
-                                      float scale, float* __restrict d, int64_t c) {
+ATTN_ISA_CLONES(void, softmax_gradient_row,
+                (const float* __restrict z, float lse, int64_t target, float scale, float* __restrict d,
+                 int64_t c),
+                (z, lse, target, scale, d, c)) {
 #pragma omp simd
   for (int64_t j = 0; j < c; ++j) d[j] = exp_nonpositive(z[j] - lse) * scale;
   d[target] -= scale;
 }
 
 // z = (e^(z − lse) − onehot(target)) · scale, in place (the fused output's block of logits)
-ATTN_CLONES void softmax_gradient_in_place(float* __restrict z, float lse, int64_t target, float scale,
-                                           int64_t c) {
+ATTN_ISA_CLONES(void, softmax_gradient_in_place,
+                (float* __restrict z, float lse, int64_t target, float scale, int64_t c),
+                (z, lse, target, scale, c)) {
 #pragma omp simd
   for (int64_t j = 0; j < c; ++j) z[j] = exp_nonpositive(z[j] - lse) * scale;
   z[target] -= scale;
 }
 
 // to[j] += from[j]
-ATTN_CLONES void add_row(const float* __restrict from, float* __restrict to, int64_t c) {
+ATTN_ISA_CLONES(void, add_row, (const float* __restrict from, float* __restrict to, int64_t c), (from, to, c)) {
 #pragma omp simd
   for (int64_t j = 0; j < c; ++j) to[j] += from[j];
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "kernels/isa_clones.hpp"
 #include "nn/parallel_elements.hpp"
 
 namespace attn::nn {
@@ -29,8 +30,8 @@ template <class T>
   }
 }
 
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-void mask_range_of(uint64_t base, double p, float keep, float* mask, int64_t first, int64_t last) {
+ATTN_ISA_CLONES(void, mask_range_of, (uint64_t base, double p, float keep, float* mask, int64_t first, int64_t last),
+                (base, p, keep, mask, first, last)) {
   mask_range(base, p, keep, mask, first, last);
 }
 

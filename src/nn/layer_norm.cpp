@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/isa_clones.hpp"
 #include "nn/parallel_elements.hpp"
 
 namespace attn::nn {
@@ -74,14 +75,14 @@ template <class T>
   }
 }
 
-// The float rows (training's) compiled for AVX-512, AVX2 and the baseline, the loader picking the
-// best the machine has: the same operations in the same order on each (the lanes are explicit,
-// and ISO C++ contracts no a·b + c into an FMA), so the same bits, 8 doubles a vector rather than
-// the baseline's 2. Each layer norm of a translator's step was ~1.3 ns an element before.
-#define ATTN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-
-ATTN_CLONES void forward_rows(const float* x, const float* gamma, const float* beta, float* y, float* mean,
-                              float* rstd, int64_t first, int64_t last, int64_t e) {
+// The float rows (training's) compiled for AVX-512, AVX2 and the baseline, run in the one the
+// selected instruction set names (kernels/isa_clones.hpp): the same operations in the same order
+// on each (the lanes are explicit, and ISO C++ contracts no a·b + c into an FMA), so the same
+// bits, 8 doubles a vector rather than the baseline's 2. Each layer norm of a translator's step was ~1.3 ns an element before.
+ATTN_ISA_CLONES(void, forward_rows,
+                (const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
+                 int64_t first, int64_t last, int64_t e),
+                (x, gamma, beta, y, mean, rstd, first, last, e)) {
   for (int64_t r = first; r < last; ++r) forward_row(x + r * e, gamma, beta, y + r * e, mean + r, rstd + r, e);
 }
 
@@ -90,9 +91,10 @@ void forward_rows(const double* x, const double* gamma, const double* beta, doub
   for (int64_t r = first; r < last; ++r) forward_row(x + r * e, gamma, beta, y + r * e, mean + r, rstd + r, e);
 }
 
-ATTN_CLONES void backward_rows(const float* dy, const float* x, const float* gamma, const float* mean,
-                               const float* rstd, float* dx, double* pg, double* pb, int64_t first, int64_t last,
-                               int64_t e) {
+ATTN_ISA_CLONES(void, backward_rows,
+                (const float* dy, const float* x, const float* gamma, const float* mean, const float* rstd,
+                 float* dx, double* pg, double* pb, int64_t first, int64_t last, int64_t e),
+                (dy, x, gamma, mean, rstd, dx, pg, pb, first, last, e)) {
   for (int64_t r = first; r < last; ++r)
     backward_row(dy + r * e, x + r * e, gamma, mean[r], rstd[r], dx + r * e, pg, pb, e);
 }
@@ -102,8 +104,6 @@ void backward_rows(const double* dy, const double* x, const double* gamma, const
   for (int64_t r = first; r < last; ++r)
     backward_row(dy + r * e, x + r * e, gamma, mean[r], rstd[r], dx + r * e, pg, pb, e);
 }
-
-#undef ATTN_CLONES
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 
 #include "attn/error.hpp"
 #include "kernels/exp_nonpositive.hpp"
+#include "kernels/isa_clones.hpp"
 #include "nn/linear_layer.hpp"
 #include "nn/rows_linear.hpp"
 #include "nn/self_attention_layer.hpp"
@@ -72,9 +73,10 @@ inline void block_scores(const float* q, const float* k, int64_t d, float scale,
 // no loop falls to a scalar remainder when a sentence is short, and the weighted sum adds value
 // rows d wide: a row's cost is n/16 vector operations per dimension for the scores and n per 16
 // dimensions for the sum.
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-void attend_cached(const float* q, const keys_values& kv, int64_t h, int64_t d, float scale, float* out,
-                   float* scores) {
+ATTN_ISA_CLONES(void, attend_cached,
+                (const float* q, const keys_values& kv, int64_t h, int64_t d, float scale, float* out,
+                 float* scores),
+                (q, kv, h, d, scale, out, scores)) {
   const int64_t n = kv.length, e = kv.width, blocks = (n + lanes - 1) / lanes, padded = blocks * lanes;
   const float* keys = kv.keys.data() + h * d * lanes;
   for (int64_t b = 0; b < blocks; ++b) block_scores(q, keys + b * e * lanes, d, scale, scores + b * lanes);

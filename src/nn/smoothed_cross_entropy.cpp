@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/exp_nonpositive.hpp"
+#include "kernels/isa_clones.hpp"
 
 namespace attn::nn {
 
@@ -22,8 +23,7 @@ struct row_statistics {
   double lse = 0, mean = 0;
 };
 
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-row_statistics statistics_of(const float* z, int64_t classes) {
+ATTN_ISA_CLONES(row_statistics, statistics_of, (const float* z, int64_t classes), (z, classes)) {
   float top = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : top)
   for (int64_t j = 0; j < classes; ++j) top = std::max(top, z[j]);
@@ -47,8 +47,9 @@ row_statistics statistics_of(const double* z, int64_t classes) {
 }
 
 // d = (softmax − ε/C)·scale, softmax = exp(z − lse).
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-void softmax_minus_spread(const float* z, double lse, double spread, double scale, float* d, int64_t classes) {
+ATTN_ISA_CLONES(void, softmax_minus_spread,
+                (const float* z, double lse, double spread, double scale, float* d, int64_t classes),
+                (z, lse, spread, scale, d, classes)) {
   const auto l = static_cast<float>(lse), s = static_cast<float>(spread), k = static_cast<float>(scale);
 #pragma omp simd
   for (int64_t j = 0; j < classes; ++j) d[j] = (kernels::exp_nonpositive(z[j] - l) - s) * k;
