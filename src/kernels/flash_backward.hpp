@@ -44,6 +44,7 @@
 #include "core/half.hpp"
 #include "kernels/flash_backward_problem.hpp"
 #include "kernels/flush_denormals.hpp"
+#include "kernels/scratch_vectors.hpp"
 #include "kernels/simd.hpp"
 #include "kernels/simd_bf16.hpp"
 
@@ -157,12 +158,18 @@ class flash_backward {
     std::vector<float> row;         // [2][dp]                       two rows of Q, widened back
     std::vector<uint32_t> words;    // [BC][max(dw, dvw)]            a key tile's rows, packed along D
     void allocate_pairs(int64_t G, int64_t lp, int64_t dp, int64_t dvp, int64_t dw, int64_t dvw) {
-      qw.resize(static_cast<size_t>(G * lp * dw)), gw.resize(static_cast<size_t>(G * lp * dvw));
-      qi.resize(static_cast<size_t>(G * lp / 2 * dp)), gi.resize(static_cast<size_t>(G * lp / 2 * dvp));
-      ktw.resize(static_cast<size_t>(dw * BC)), vtw.resize(static_cast<size_t>(dvw * BC));
-      ki.resize(static_cast<size_t>(BC / 2 * dp));
-      pi.resize(BR / 2 * BC), dsi.resize(BR / 2 * BC), dsk.resize(BR * BC / 2);
-      row.resize(static_cast<size_t>(2 * dp)), words.resize(static_cast<size_t>(BC * std::max(dw, dvw)));
+      resize_scratch(qw, static_cast<size_t>(G * lp * dw));
+      resize_scratch(gw, static_cast<size_t>(G * lp * dvw));
+      resize_scratch(qi, static_cast<size_t>(G * lp / 2 * dp));
+      resize_scratch(gi, static_cast<size_t>(G * lp / 2 * dvp));
+      resize_scratch(ktw, static_cast<size_t>(dw * BC));
+      resize_scratch(vtw, static_cast<size_t>(dvw * BC));
+      resize_scratch(ki, static_cast<size_t>(BC / 2 * dp));
+      resize_scratch(pi, BR / 2 * BC);
+      resize_scratch(dsi, BR / 2 * BC);
+      resize_scratch(dsk, BR * BC / 2);
+      resize_scratch(row, static_cast<size_t>(2 * dp));
+      resize_scratch(words, static_cast<size_t>(BC * std::max(dw, dvw)));
     }
   };
 

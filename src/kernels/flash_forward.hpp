@@ -36,6 +36,7 @@
 #include "kernels/flash_pack_bf16.hpp"
 #include "kernels/flash_problem.hpp"
 #include "kernels/flush_denormals.hpp"
+#include "kernels/scratch_vectors.hpp"
 #include "kernels/simd.hpp"
 
 namespace attn::kernels {
@@ -142,8 +143,8 @@ class flash_forward {
     if constexpr (BF16) {
       if (p_.kw == nullptr) {  // the caller left the packing to the work items (one per head)
         const int64_t pairs = (p_.S + 1) / 2;
-        s.kw.resize(static_cast<size_t>(p_.S * p_.kw_row));
-        s.vw.resize(static_cast<size_t>(pairs * p_.vw_cols));
+        resize_scratch(s.kw, static_cast<size_t>(p_.S * p_.kw_row));
+        resize_scratch(s.vw, static_cast<size_t>(pairs * p_.vw_cols));
         pack_key_value_pairs<V>(p_, b, hk, 0, pairs, s.kw.data(), s.vw.data());
         hd.kw = s.kw.data(), hd.vw = s.vw.data();
         return hd;

@@ -11,6 +11,7 @@
 #include "kernels/flash_forward.hpp"
 #include "kernels/flash_pack_bf16.hpp"
 #include "kernels/flash_problem.hpp"
+#include "kernels/scratch_vectors.hpp"
 
 namespace attn::kernels {
 namespace {
@@ -30,8 +31,8 @@ void flash_forward_bf16_run(flash_problem p) {
   // 2,1024,16,128). Every word is written, the padding as zeros, so no clearing is needed.
   // (The OpenMP threads below see their own thread_local copies: they use these pointers.)
   thread_local std::vector<uint32_t> kw_buffer, vw_buffer;
-  kw_buffer.resize(std::max(kw_buffer.size(), static_cast<size_t>(heads * p.S * p.kw_row)));
-  vw_buffer.resize(std::max(vw_buffer.size(), static_cast<size_t>(heads * pairs * p.vw_cols)));
+  resize_scratch(kw_buffer, std::max(kw_buffer.size(), static_cast<size_t>(heads * p.S * p.kw_row)));
+  resize_scratch(vw_buffer, std::max(vw_buffer.size(), static_cast<size_t>(heads * pairs * p.vw_cols)));
   uint32_t* const kw = kw_buffer.data();
   uint32_t* const vw = vw_buffer.data();
 #pragma omp parallel for schedule(static) if (heads * p.S * (p.D + p.Dv) > 32768)

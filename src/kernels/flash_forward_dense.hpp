@@ -20,6 +20,7 @@
 
 #include "kernels/flash_forward.hpp"
 #include "kernels/flash_problem.hpp"
+#include "kernels/scratch_vectors.hpp"
 
 namespace attn::kernels {
 namespace {
@@ -33,7 +34,7 @@ void flash_forward_dense_run(flash_problem p) {
   // Kept from call to call (per calling thread), as flash_forward_bf16_run keeps its packs: a
   // fresh copy each call costs page faults. Every element is written, so nothing is cleared.
   thread_local std::vector<float> v_buffer;
-  v_buffer.resize(std::max(v_buffer.size(), static_cast<size_t>(heads * p.S * p.Dv)));
+  resize_scratch(v_buffer, std::max(v_buffer.size(), static_cast<size_t>(heads * p.S * p.Dv)));
   float* const vd = v_buffer.data();
 #pragma omp parallel for schedule(static) if (heads * p.S * p.Dv > 16384)
   for (int64_t row = 0; row < heads * p.S; ++row) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/half.hpp"
+#include "kernels/scratch_vectors.hpp"
 
 namespace attn::kernels {
 
@@ -275,8 +276,8 @@ void gemm_bf16_amx(const gemm_args& g, int threads) {
   const bool a_in_blocks = column_blocks <= group;
   thread_local std::vector<uint16_t> a_store;
   thread_local std::vector<uint32_t> b_store;
-  if (!a_in_blocks && a_store.size() < static_cast<size_t>(mp * kp)) a_store.resize(static_cast<size_t>(mp * kp));
-  if (b_store.size() < static_cast<size_t>(kp / 2 * np)) b_store.resize(static_cast<size_t>(kp / 2 * np));
+  if (!a_in_blocks && a_store.size() < static_cast<size_t>(mp * kp)) resize_scratch(a_store, static_cast<size_t>(mp * kp));
+  if (b_store.size() < static_cast<size_t>(kp / 2 * np)) resize_scratch(b_store, static_cast<size_t>(kp / 2 * np));
   uint16_t* const a_packed = a_store.data();
   uint32_t* const b_packed = b_store.data();
   const int team = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, row_blocks * column_blocks)));
@@ -297,7 +298,7 @@ void gemm_bf16_amx(const gemm_args& g, int threads) {
     configure_tiles();
     thread_local std::vector<uint16_t> a_block_store;  // this thread's block of A (a_in_blocks)
     if (a_in_blocks && a_block_store.size() < static_cast<size_t>(block * kp))
-      a_block_store.resize(static_cast<size_t>(block * kp));
+      resize_scratch(a_block_store, static_cast<size_t>(block * kp));
     int64_t packed_rows = -1;  // the first row of the block in a_block_store
     const int64_t blocks = row_blocks * column_blocks;
     // A C far larger than the caches (the tied output's logits, [rows, vocabulary]) is written
