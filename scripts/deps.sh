@@ -8,6 +8,7 @@ set -euo pipefail
 # The library and the command line tool: all `make demo` needs.
 demo_packages=(
   g++ cmake make pkg-config          # toolchain (C++20, CMake >= 3.25)
+  binutils                           # nm, objdump: tests/cli/test_source_rules.py reads the kernels' objects
   libcli11-dev                       # command-line parsing
   nlohmann-json3-dev                 # JSON output and safetensors headers
   libfmt-dev                         # formatting (g++ 12 has no <format>)
@@ -16,6 +17,7 @@ demo_packages=(
 )
 packages=(
   g++ cmake make pkg-config          # toolchain (C++20, CMake >= 3.25)
+  binutils                           # nm, objdump: tests/cli/test_source_rules.py reads the kernels' objects
   libomp-dev                         # OpenMP (g++ brings libgomp; kept for clang builds)
   libcli11-dev                       # command-line parsing
   nlohmann-json3-dev                 # JSON output and safetensors headers
