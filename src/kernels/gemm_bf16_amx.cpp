@@ -276,8 +276,10 @@ void gemm_bf16_amx(const gemm_args& g, int threads) {
   const bool a_in_blocks = column_blocks <= group;
   thread_local std::vector<uint16_t> a_store;
   thread_local std::vector<uint32_t> b_store;
-  if (!a_in_blocks && a_store.size() < static_cast<size_t>(mp * kp)) resize_scratch(a_store, static_cast<size_t>(mp * kp));
-  if (b_store.size() < static_cast<size_t>(kp / 2 * np)) resize_scratch(b_store, static_cast<size_t>(kp / 2 * np));
+  if (!a_in_blocks && a_store.size() < static_cast<size_t>(mp * kp))
+    resize_scratch(a_store, static_cast<size_t>(mp * kp));
+  if (b_store.size() < static_cast<size_t>(kp / 2 * np))
+    resize_scratch(b_store, static_cast<size_t>(kp / 2 * np));
   uint16_t* const a_packed = a_store.data();
   uint32_t* const b_packed = b_store.data();
   const int team = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, row_blocks * column_blocks)));

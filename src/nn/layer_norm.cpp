@@ -78,7 +78,8 @@ template <class T>
 // The float rows (training's) compiled for AVX-512, AVX2 and the baseline, run in the one the
 // selected instruction set names (kernels/isa_clones.hpp): the same operations in the same order
 // on each (the lanes are explicit, and ISO C++ contracts no a·b + c into an FMA), so the same
-// bits, 8 doubles a vector rather than the baseline's 2. Each layer norm of a translator's step was ~1.3 ns an element before.
+// bits, 8 doubles a vector rather than the baseline's 2. Each layer norm of a translator's step
+// was ~1.3 ns an element before.
 ATTN_ISA_CLONES(void, forward_rows,
                 (const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
                  int64_t first, int64_t last, int64_t e),

@@ -59,16 +59,7 @@ NORMALISE = [
 # AVX2 kernels add a row's sums 8 lanes at a time, not 16, and the negation run keeps another
 # epoch (tests/data/fixtures holds each instruction set's exact outputs, on every CPU).
 sys.path.insert(0, str(ROOT / "tests" / "data" / "fixtures"))
-from fixture_cases import supported_isas  # noqa: E402
-
-
-def kernels_here():
-    """The instruction set attn's kernels run here, as src/kernels/isa.cpp chooses it."""
-    best, asked = supported_isas()[-1], os.environ.get("ATTN_ISA")
-    if asked == "reference" or (asked == "avx2" and best == "avx512"):
-        return asked
-    return best
-
+from fixture_cases import selected_isa as kernels_here  # noqa: E402
 
 README_KERNELS = "avx512"
 EXACT = os.environ.get("ATTN_README_EXACT", "1") == "1" and kernels_here() == README_KERNELS
